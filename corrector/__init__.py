@@ -1,0 +1,33 @@
+"""Chinese spelling correction with ELECTRA on ONNX Runtime.
+
+    from corrector import Corrector
+    fix = Corrector.load()                 # the bundled default model
+    fix.correct("今天天汽很好").target     # '今天天气很好'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .types import Candidate, CharExplanation, Correction, CorrectorError, Edit, Explanation
+
+if TYPE_CHECKING:
+    from .config import CorrectorConfig
+    from .corrector import Corrector
+
+__all__ = [
+    "Candidate", "CharExplanation", "Correction", "Corrector", "CorrectorConfig", "CorrectorError", "Edit",
+    "Explanation",
+]
+
+
+def __getattr__(name: str):  # keep `import corrector` cheap: the runtime loads on first use
+    if name == "Corrector":
+        from .corrector import Corrector
+
+        return Corrector
+    if name == "CorrectorConfig":
+        from .config import CorrectorConfig
+
+        return CorrectorConfig
+    raise AttributeError(name)

@@ -1,0 +1,113 @@
+"""The model bundle: the one contract between ``training/`` (writes it) and ``corrector/`` (reads it).
+
+    <bundle>/
+      manifest.json                 name, format version, vocab sha256, max sequence length, files,
+                                    provenance, metrics, tuned corrector defaults
+      discriminator/                Hugging Face ElectraForPreTraining (config.json, model.safetensors, vocab.txt)
+      generator/                    Hugging Face ElectraForMaskedLM (config.json, model.safetensors, vocab.txt)
+      onnx/discriminator.onnx       input_ids, attention_mask -> logits (B, T)
+      onnx/generator.onnx           input_ids, attention_mask, positions (B, P) -> logits (B, P, V)
+      similarity/pinyin.tsv, similarity/shape.tsv
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .types import CorrectorError
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+VOCAB = "discriminator/vocab.txt"
+ONNX_DISCRIMINATOR = "onnx/discriminator.onnx"
+ONNX_GENERATOR = "onnx/generator.onnx"
+SIMILARITY_DIR = "similarity"
+REQUIRED_FILES = (
+    "discriminator/config.json",
+    "discriminator/model.safetensors",
+    VOCAB,
+    "generator/config.json",
+    "generator/model.safetensors",
+    "generator/vocab.txt",
+    ONNX_DISCRIMINATOR,
+    ONNX_GENERATOR,
+    f"{SIMILARITY_DIR}/pinyin.tsv",
+    f"{SIMILARITY_DIR}/shape.tsv",
+)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Bundle:
+    path: Path
+    manifest: dict
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("name", self.path.name))
+
+    @property
+    def version(self) -> str:
+        return str(self.manifest.get("version", "0"))
+
+    @property
+    def max_seq_len(self) -> int:
+        return int(self.manifest["max_seq_len"])
+
+    @property
+    def vocab_path(self) -> Path:
+        return self.path / VOCAB
+
+    def file(self, rel: str) -> Path:
+        return self.path / rel
+
+    @property
+    def corrector_defaults(self) -> dict:
+        return dict(self.manifest.get("corrector_defaults", {}))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Bundle:
+        """Check the layout and the manifest; raise CorrectorError naming the first problem found."""
+        root = Path(path)
+        if not root.is_dir():
+            raise CorrectorError(f"no model bundle at {root}: directory not found")
+        mf = root / MANIFEST
+        if not mf.is_file():
+            raise CorrectorError(f"not a model bundle: {mf} is missing")
+        try:
+            manifest = json.loads(mf.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise CorrectorError(f"bad model bundle: {mf} is not valid JSON ({e})") from None
+        if not isinstance(manifest, dict):
+            raise CorrectorError(f"bad model bundle: {mf} must hold a JSON object")
+        version = manifest.get("format_version")
+        if version != FORMAT_VERSION:
+            raise CorrectorError(
+                f"incompatible model bundle {root}: format version {version!r}, this library reads {FORMAT_VERSION}"
+            )
+        for key in ("vocab_sha256", "max_seq_len"):
+            if key not in manifest:
+                raise CorrectorError(f"bad model bundle: {mf} has no {key!r}")
+        listed = manifest.get("files", [])
+        for rel in (*REQUIRED_FILES, *listed):
+            if not (root / rel).is_file():
+                raise CorrectorError(f"incomplete model bundle {root}: missing {rel}")
+        digest = sha256_file(root / VOCAB)
+        if digest != manifest["vocab_sha256"]:
+            raise CorrectorError(
+                f"model bundle {root}: vocab hash mismatch ({VOCAB} has sha256 {digest[:12]}…, "
+                f"manifest says {str(manifest['vocab_sha256'])[:12]}…)"
+            )
+        if sha256_file(root / "generator/vocab.txt") != digest:
+            raise CorrectorError(f"model bundle {root}: generator/vocab.txt differs from {VOCAB}")
+        return cls(root, manifest)

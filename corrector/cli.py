@@ -1,0 +1,230 @@
+"""``python -m corrector``: a thin printer over ``Corrector.correct_batch``.
+
+    python -m corrector "今天天汽很好"              # prints the corrected text
+    python -m corrector --input in.txt --output out.txt --json
+    python -m corrector similar 己                  # sound and shape neighbours
+    python -m corrector export DISC_DIR GEN_DIR OUT_DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from .types import CorrectorError
+
+BATCH_LINES = 256
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line on stderr, exit code 1."""
+
+
+def correct_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m corrector",
+        description="Correct Chinese spelling errors. Other commands: 'similar CHAR', 'export DISC GEN OUT'.",
+    )
+    ap.add_argument("text", nargs="?", help="text to correct (default: read lines from --input or stdin)")
+    ap.add_argument("--input", "-i", help="file with one text per line, or '-' for stdin")
+    ap.add_argument("--output", "-o", help="write results here instead of stdout")
+    ap.add_argument("--json", action="store_true", help="JSON lines: source, target, edits")
+    ap.add_argument("--explain", action="store_true", help="per-character RTD probability and candidates")
+    _model_args(ap)
+    ap.add_argument("--threshold", type=float, help="detection threshold in [0, 1] (default: the bundle's)")
+    ap.add_argument("--max-edits", type=int, help="most edits per sentence (0 = no limit)")
+    ap.add_argument("--protect", nargs="+", default=[], metavar="WORD", help="words never edited inside")
+    ap.add_argument("--protect-file", help="file of protected words, one per line")
+    ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
+    ap.add_argument("--batch-size", type=int, help="chunks per model call")
+    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    return ap
+
+
+def _model_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--model", "-m", help="model bundle directory (default: $CORRECTOR_MODEL or the bundled one)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] == "similar":
+            code = run_similar(argv[1:])
+        elif argv and argv[0] == "export":
+            code = run_export(argv[1:])
+        else:
+            code = run_correct(argv)
+    except (CliError, CorrectorError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    sys.exit(code)
+
+
+def run_correct(argv: list[str]) -> int:
+    args = correct_parser().parse_args(argv)
+    from .config import parse_confusions
+    from .corrector import Corrector
+
+    settings: dict = {}
+    protect = list(args.protect)
+    if args.protect_file:
+        protect += [w.strip() for w in _read_text(args.protect_file).splitlines() if w.strip()]
+    if protect:
+        settings["protect"] = protect
+    if args.confusions:
+        try:
+            settings["confusions"] = parse_confusions(_read_text(args.confusions))
+        except ValueError as e:
+            raise CliError(f"{args.confusions}: {e}") from None
+    for key in ("threshold", "max_edits", "batch_size"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    fixer = Corrector.load(args.model, device=args.device, **settings)
+
+    out = _open_output(args.output)
+    try:
+        if args.text is not None:
+            _emit(fixer, [args.text], args, out)
+            return 0
+        src = args.input or "-"
+        lines, total = _input_lines(src)
+        from tqdm import tqdm
+
+        with tqdm(total=total, unit=" lines", file=sys.stderr, disable=None) as bar:
+            for batch in _batches(lines, BATCH_LINES):
+                _emit(fixer, batch, args, out)
+                bar.update(len(batch))
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def _emit(fixer, texts: list[str], args: argparse.Namespace, out: TextIO) -> None:
+    if args.explain:
+        for t in texts:
+            ex = fixer.explain(t)
+            out.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n" if args.json else _explain_text(ex))
+        return
+    for c in fixer.correct_batch(texts):
+        out.write((json.dumps(c.to_dict(), ensure_ascii=False) if args.json else c.target) + "\n")
+    out.flush()
+
+
+def _explain_text(ex) -> str:
+    rows = [ex.correction.target]
+    for c in ex.chars:
+        if not c.editable:
+            continue
+        cands = " ".join(f"{k.char}({k.score:.2f},p={k.generator_prob:.3f})" for k in c.candidates)
+        rows.append(f"{c.position:>5} {c.char} rtd={c.rtd_prob:.3f}  {cands}")
+    return "\n".join(rows) + "\n"
+
+
+def _read_text(path: str, newline: str | None = None) -> str:
+    try:
+        with open(path, encoding="utf-8", newline=newline) as f:
+            return f.read()
+    except FileNotFoundError:
+        raise CliError(f"file not found: {path}") from None
+    except UnicodeDecodeError as e:
+        raise CliError(f"{path} is not valid UTF-8 (byte {e.start})") from None
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _input_lines(src: str) -> tuple[Iterator[str], int | None]:
+    if src == "-":
+        stream = sys.stdin
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="strict", newline="\n")
+        return _strip_newlines(stream, "stdin"), None
+    text = _read_text(src, newline="")  # as stdin: only \n ends a line, a \r stays in its line
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return iter(lines), len(lines)
+
+
+def _strip_newlines(stream: TextIO, name: str) -> Iterator[str]:
+    n = 0
+    try:
+        for n, line in enumerate(stream, 1):  # noqa: B007
+            yield line[:-1] if line.endswith("\n") else line
+    except UnicodeDecodeError:
+        raise CliError(f"{name} is not valid UTF-8 (line {n + 1})") from None
+
+
+def _batches(lines: Iterator[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _open_output(path: str | None) -> TextIO:
+    if not path:
+        if hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(encoding="utf-8", errors="surrogatepass")
+        return sys.stdout
+    try:
+        return open(path, "w", encoding="utf-8", errors="surrogatepass", newline="")
+    except OSError as e:
+        raise CliError(f"cannot write {path}: {e.strerror}") from None
+
+
+def run_similar(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m corrector similar",
+                                 description="Print a character's sound and shape neighbours with scores.")
+    ap.add_argument("char", help="one Chinese character")
+    _model_args(ap)
+    ap.add_argument("-k", type=int, default=10, help="neighbours of each kind")
+    args = ap.parse_args(argv)
+    if len(args.char) != 1:
+        raise CliError(f"expected one character, got {args.char!r}")
+    from .bundle import SIMILARITY_DIR, Bundle
+    from .corrector import default_model_path
+    from .similarity import SimilarityTables
+
+    root = Path(args.model) if args.model else default_model_path()
+    tables = SimilarityTables.load(Bundle.load(root).file(SIMILARITY_DIR))
+    ch = args.char
+    print(f"{ch}  pinyin: {', '.join(tables.readings(ch)) or '?'}  frequency: {tables.frequency(ch)}")
+    print("sound: " + "  ".join(f"{c} {s:.2f}" for c, s in tables.pinyin_neighbours(ch, args.k)))
+    print("shape: " + "  ".join(f"{c} {s:.2f}" for c, s in tables.shape_neighbours(ch, args.k)))
+    return 0
+
+
+def run_export(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m corrector export",
+                                 description="Turn a Hugging Face ELECTRA discriminator + generator pair into a "
+                                             "model bundle (needs the 'train' extra).")
+    ap.add_argument("disc_dir", help="ElectraForPreTraining directory with config.json and vocab.txt")
+    ap.add_argument("gen_dir", help="ElectraForMaskedLM directory")
+    ap.add_argument("out_dir", help="bundle directory to write")
+    ap.add_argument("--name", help="bundle name (default: OUT_DIR's name)")
+    args = ap.parse_args(argv)
+    try:
+        from training.export import export_hf_pair
+    except ImportError as e:
+        raise CliError(f"export needs the 'train' extra (pip install -e '.[train]'): {e}") from None
+    try:
+        manifest = export_hf_pair(Path(args.disc_dir), Path(args.gen_dir), Path(args.out_dir), args.name)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    diffs = manifest["onnx"]["max_abs_diff_vs_torch"]
+    print(f"wrote {args.out_dir}")
+    print("max abs difference ONNX vs torch: " + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))
+    return 0

@@ -1,0 +1,85 @@
+"""ONNX Runtime sessions for the two networks: CUDA when it really loads, otherwise CPU."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from .types import CorrectorError
+
+Device = Literal["auto", "cpu", "cuda"]
+log = logging.getLogger(__name__)
+
+
+def _session(path: Path, device: Device, threads: int):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3  # errors only
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        opts.intra_op_num_threads = threads
+    want_cuda = device in ("auto", "cuda") and "CUDAExecutionProvider" in ort.get_available_providers()
+    if want_cuda:
+        sess = _try_cuda(ort, path, opts)
+        if sess is not None:
+            return sess
+    if device == "cuda":
+        raise CorrectorError("--device cuda: the CUDA execution provider is not usable on this machine")
+    try:
+        return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own exception types for unreadable models
+        raise CorrectorError(f"corrupt or unreadable ONNX model {path}: {str(e).splitlines()[0][:200]}") from None
+
+
+def _try_cuda(ort, path: Path, opts):
+    """A CUDA session if the provider actually loads (libraries present, a GPU visible), else None.
+
+    Probing silences ONNX Runtime's logger, so a CPU-only machine shows no error spam.
+    """
+    ort.set_default_logger_severity(4)
+    try:
+        sess = ort.InferenceSession(
+            str(path), sess_options=opts, providers=["CUDAExecutionProvider", "CPUExecutionProvider"]
+        )
+    except Exception:
+        return None
+    finally:
+        ort.set_default_logger_severity(2)
+    return sess if sess.get_providers()[0] == "CUDAExecutionProvider" else None
+
+
+class OnnxNetworks:
+    """One session per network, shared by all threads (``InferenceSession.run`` is thread-safe)."""
+
+    def __init__(self, discriminator: Path, generator: Path, device: Device = "auto", threads: int = 0):
+        self.disc = _session(discriminator, device, threads)
+        self.gen = _session(generator, device, threads)
+        self.provider = self.disc.get_providers()[0]
+        _check_io(self.disc, discriminator, ["input_ids", "attention_mask"])
+        _check_io(self.gen, generator, ["input_ids", "attention_mask", "positions"])
+
+    def discriminate(self, ids: np.ndarray, attn: np.ndarray) -> np.ndarray:
+        """P(replaced) for every token, shape (B, T)."""
+        (logits,) = self.disc.run(None, {"input_ids": ids, "attention_mask": attn})
+        return _sigmoid(logits.astype(np.float32))
+
+    def generate(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Log-probabilities over the vocabulary at the given token positions, shape (B, P, V)."""
+        (logits,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
+        logits = logits.astype(np.float32)
+        logits -= logits.max(-1, keepdims=True)
+        return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+
+def _check_io(sess, path: Path, inputs: list[str]) -> None:
+    names = [i.name for i in sess.get_inputs()]
+    if names != inputs:
+        raise CorrectorError(f"ONNX model {path} has inputs {names}, expected {inputs}")
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -30, 30)))

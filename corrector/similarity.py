@@ -1,0 +1,197 @@
+"""Pinyin and glyph-shape similarity between characters, read from tables built offline.
+
+The tables are written by ``python -m training.similarity`` into one directory:
+
+* ``pinyin.tsv``: ``char<TAB>freq<TAB>readings``, readings as comma-separated TONE3 strings
+  (``zhong1,zhong4``; neutral tone is 5, ü is written v).
+* ``shape.tsv``: ``char<TAB>nb:score nb:score ...``, visually similar characters, best first.
+
+Nothing heavy is imported here: the reader is plain Python and loads in well under a second.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from itertools import product
+from pathlib import Path
+
+from corrector.types import CorrectorError
+
+PINYIN_FILE = "pinyin.tsv"
+SHAPE_FILE = "shape.tsv"
+
+SAME_READING = 1.0  # identical syllable and tone
+SAME_SYLLABLE = 0.8  # identical syllable, another tone
+FUZZY_SYLLABLE = 0.6  # a fuzzy-pinyin variant (z/zh, an/ang, ...), any tone
+
+_INITIAL = re.compile(r"(zh|ch|sh|[bpmfdtnlgkhjqxrzcsyw])(?=.)")  # zh before z: "zhong" is zh + ong
+_FUZZY_INITIALS = (("z", "zh"), ("c", "ch"), ("s", "sh"), ("n", "l"), ("l", "r"), ("f", "h"))
+_FUZZY_FINALS = (("an", "ang"), ("en", "eng"), ("in", "ing"), ("ian", "iang"), ("uan", "uang"))
+
+
+def _related(pairs: tuple[tuple[str, str], ...]) -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for a, b in pairs:
+        out.setdefault(a, {a}).add(b)
+        out.setdefault(b, {b}).add(a)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+_INITIAL_VARIANTS = _related(_FUZZY_INITIALS)
+_FINAL_VARIANTS = _related(_FUZZY_FINALS)
+
+
+def split_reading(reading: str) -> tuple[str, str]:
+    """``"zhong1"`` → ``("zhong", "1")``; a reading without a tone digit gets tone ``""``."""
+    if reading and reading[-1].isdigit():
+        return reading[:-1], reading[-1]
+    return reading, ""
+
+
+def split_syllable(syllable: str) -> tuple[str, str]:
+    """``"zhong"`` → ``("zh", "ong")``; zero-initial syllables (``"an"``) give ``("", "an")``."""
+    m = _INITIAL.match(syllable)
+    return (m.group(1), syllable[m.end() :]) if m else ("", syllable)
+
+
+@lru_cache(maxsize=4096)
+def fuzzy_variants(syllable: str) -> frozenset[str]:
+    """Every syllable whose initial and final each equal or fuzzily match this one's (itself included)."""
+    ini, fin = split_syllable(syllable)
+    inis = _INITIAL_VARIANTS.get(ini, frozenset({ini}))
+    fins = _FINAL_VARIANTS.get(fin, frozenset({fin}))
+    return frozenset(i + f for i, f in product(inis, fins))
+
+
+def _reading_similarity(a: str, b: str) -> float:
+    if a == b:
+        return SAME_READING
+    syl_a, _ = split_reading(a)
+    syl_b, _ = split_reading(b)
+    if syl_a == syl_b:
+        return SAME_SYLLABLE
+    return FUZZY_SYLLABLE if syl_b in fuzzy_variants(syl_a) else 0.0
+
+
+def pinyin_similarity(
+    readings_a: tuple[str, ...] | list[str], readings_b: tuple[str, ...] | list[str]
+) -> float:
+    """Best similarity over all pairs of TONE3 readings (heteronyms count): 1.0, 0.8, 0.6 or 0.0."""
+    return max((_reading_similarity(a, b) for a in readings_a for b in readings_b), default=0.0)
+
+
+def _open_table(path: Path) -> list[str]:
+    if not path.is_file():
+        raise CorrectorError(
+            f"similarity table {path} is missing; build it with `python -m training.similarity`"
+        )
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise CorrectorError(f"cannot read similarity table {path}: {e}") from None
+
+
+def _parse_pinyin(path: Path) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
+    readings: dict[str, tuple[str, ...]] = {}
+    freq: dict[str, int] = {}
+    for lineno, line in enumerate(_open_table(path), 1):
+        parts = line.split("\t")
+        if len(parts) != 3 or len(parts[0]) != 1 or not parts[1].isdigit():
+            raise CorrectorError(f"{path}:{lineno}: expected 'char<TAB>freq<TAB>readings', got {line[:40]!r}")
+        ch, count, joined = parts
+        freq[ch] = int(count)
+        readings[ch] = tuple(r for r in joined.split(",") if r)
+    return readings, freq
+
+
+def _parse_shape_row(field: str) -> dict[str, float]:
+    row: dict[str, float] = {}
+    for item in field.split():
+        nb, _, score = item.rpartition(":")
+        row[nb] = float(score)
+    return row
+
+
+def _parse_shape(path: Path) -> dict[str, dict[str, float]]:
+    shape: dict[str, dict[str, float]] = {}
+    for lineno, line in enumerate(_open_table(path), 1):
+        ch, tab, rest = line.partition("\t")
+        try:
+            if len(ch) != 1 or not tab:
+                raise ValueError
+            shape[ch] = _parse_shape_row(rest)
+        except ValueError:
+            raise CorrectorError(
+                f"{path}:{lineno}: expected 'char<TAB>nb:score ...', got {line[:40]!r}"
+            ) from None
+    return shape
+
+
+class SimilarityTables:
+    """Sound and shape similarity between single characters, with neighbour look-ups."""
+
+    def __init__(
+        self, readings: dict[str, tuple[str, ...]], freq: dict[str, int], shape: dict[str, dict[str, float]]
+    ) -> None:
+        self._readings = readings
+        self._freq = freq
+        self._shape = shape
+        self._by_reading: dict[str, list[str]] = {}  # TONE3 reading → chars having it
+        self._by_syllable: dict[str, list[str]] = {}  # toneless syllable → chars having it
+        for ch, rs in readings.items():
+            for r in rs:
+                self._by_reading.setdefault(r, []).append(ch)
+            for syl in dict.fromkeys(split_reading(r)[0] for r in rs):
+                self._by_syllable.setdefault(syl, []).append(ch)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> SimilarityTables:
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise CorrectorError(f"similarity tables directory {directory} does not exist")
+        readings, freq = _parse_pinyin(directory / PINYIN_FILE)
+        return cls(readings, freq, _parse_shape(directory / SHAPE_FILE))
+
+    def __contains__(self, ch: str) -> bool:
+        return ch in self._readings or ch in self._shape
+
+    def chars(self) -> list[str]:
+        """Every character with a pinyin row, in table order."""
+        return list(self._readings)
+
+    def readings(self, ch: str) -> tuple[str, ...]:
+        return self._readings.get(ch, ())
+
+    def frequency(self, ch: str) -> int:
+        return self._freq.get(ch, 0)
+
+    def pinyin_sim(self, a: str, b: str) -> float:
+        if a == b:
+            return 1.0
+        return pinyin_similarity(self.readings(a), self.readings(b))
+
+    def shape_sim(self, a: str, b: str) -> float:
+        if a == b:
+            return 1.0
+        return max(self._shape.get(a, {}).get(b, 0.0), self._shape.get(b, {}).get(a, 0.0))
+
+    def pinyin_neighbours(self, ch: str, k: int = 20) -> list[tuple[str, float]]:
+        """Characters that sound alike (sim > 0), best similarity first, then most frequent."""
+        best: dict[str, float] = {}  # filled weakest tier first so that stronger tiers overwrite
+        own = self.readings(ch)
+        for syl in {v for r in own for v in fuzzy_variants(split_reading(r)[0])}:
+            best.update(dict.fromkeys(self._by_syllable.get(syl, ()), FUZZY_SYLLABLE))
+        for syl in {split_reading(r)[0] for r in own}:
+            best.update(dict.fromkeys(self._by_syllable.get(syl, ()), SAME_SYLLABLE))
+        for r in own:
+            best.update(dict.fromkeys(self._by_reading.get(r, ()), SAME_READING))
+        best.pop(ch, None)
+        scored = sorted(best.items(), key=lambda cs: (-cs[1], -self.frequency(cs[0]), cs[0]))
+        return scored[:k]
+
+    def shape_neighbours(self, ch: str, k: int = 20) -> list[tuple[str, float]]:
+        """Characters that look alike, best first (scores as ``shape_sim``)."""
+        scored = [(nb, self.shape_sim(ch, nb)) for nb in self._shape.get(ch, {})]
+        scored.sort(key=lambda cs: -cs[1])
+        return scored[:k]

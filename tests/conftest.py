@@ -1,0 +1,73 @@
+"""Fixtures: a tiny randomly initialised bundle built in seconds (never a default model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SAMPLE = (
+    "今天天气很好我们去公园散步吧他已经知道自己错了这件事情没有那么简单"
+    "未来末日候车侯爵拔草拨打电话精致精制中国人民银行北京上海张三李四汽已巳"
+)
+
+
+def tiny_vocab() -> list[str]:
+    from corrector.tokenize import VOCAB_SIZE
+
+    vocab = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab += [chr(c) for c in range(33, 127) if not chr(c).isupper()]
+    vocab += list(dict.fromkeys(c for c in SAMPLE if c not in vocab))
+    vocab += ["##s", "hello", "world"]
+    i = 100
+    while len(vocab) < VOCAB_SIZE:
+        vocab.append(f"[unused{i}]")
+        i += 1
+    return vocab
+
+
+def build_tiny_bundle(out: Path, seed: int = 0) -> Path:
+    import torch
+
+    from training.export import write_bundle
+    from training.modeling import build_models, get_config
+
+    torch.manual_seed(seed)
+    vocab_file = out.parent / f"{out.name}-vocab.txt"
+    vocab_file.write_text("\n".join(tiny_vocab()) + "\n", encoding="utf-8")
+    gen, disc = build_models(get_config("debug"))
+    freq = {c: 10 for c in SAMPLE}
+    write_bundle(disc, gen, vocab_file, out, name="tiny", char_freq=freq, max_seq_len=64,
+                 provenance={"note": "random weights, for tests"})
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle(tmp_path_factory) -> Path:
+    return build_tiny_bundle(tmp_path_factory.mktemp("bundle") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_corrector(tiny_bundle):
+    from corrector import Corrector
+
+    return Corrector.load(tiny_bundle, device="cpu")
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not (SHARED / "csc").is_dir():
+        pytest.skip("../shared/data is not beside this checkout")
+    return SHARED
+
+
+FORCE_EDITS = {"threshold": 0.0, "verify": False, "min_similarity": 0.0, "margin": -100.0}  # every editable char
+
+
+@pytest.fixture(scope="session")
+def forced_corrector(tiny_bundle):
+    """The tiny model with every editable character a suspect and the best candidate always taken."""
+    from corrector import Corrector
+
+    return Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS)

@@ -1,0 +1,236 @@
+"""training.make_csc_data: synthetic CSC pairs on tiny tables built in tmp dirs (seconds, no real data)."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corrector.similarity import SimilarityTables
+from corrector.text import is_cjk
+from training.make_csc_data import (
+    BenchmarkFileError,
+    Corrupter,
+    CorruptionConfig,
+    HomophoneIndex,
+    is_training_sentence,
+    main,
+    make_dataset,
+    parse_mix,
+    read_pairs,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SENTENCES = [
+    "今天天气很好,我们去公园散步吧。",
+    "他已经知道自己错了,这件事情没有那么简单。",
+    "这件衣服做工很精致,价格是128元。",
+    "公民的合法权利受到法律的保护。",
+    "未来的日子里我们一起努力工作。",
+    "我在北京和上海都住过三年。",
+    "他在车站候车,顺便拨打电话给张三。",
+    "中国人民银行发布了新的数据报告。",
+    "李四拔草的时候看到了一只小鸟。",
+    "这个问题我们明天再讨论吧OK?",
+    "短句。",  # too short: filtered out
+    "abc def ghi jkl mno 中文",  # too little CJK: filtered out
+]
+EXTRA = "精制景致径直静止权力全力末巳己侯拨汽已在再做作坐座"  # alternatives the corruptions can draw
+WORDS = {  # a jieba-format dictionary in miniature: word → frequency
+    "精致": 630, "精制": 369, "景致": 299, "径直": 625, "静止": 582,
+    "权利": 7829, "权力": 14581, "全力": 1161,
+    "天气": 5000, "公园": 3000, "已经": 20000, "自己": 30000,
+}  # fmt: skip
+
+
+def _vocab() -> list[str]:
+    chars = dict.fromkeys(c for c in "".join(SENTENCES) + EXTRA if is_cjk(c))
+    ascii_tokens = [chr(c) for c in range(33, 127) if not chr(c).isupper()]
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *ascii_tokens, *chars]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    from training.similarity import build_tables
+
+    root = tmp_path_factory.mktemp("csc")
+    vocab = _vocab()
+    (root / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    freq = {t: 10 + 7 * i for i, t in enumerate(vocab) if is_cjk(t)}
+    build_tables(vocab, freq, root / "similarity")
+    (root / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    (root / "dict.txt").write_text("".join(f"{w} {f} n\n" for w, f in WORDS.items()), encoding="utf-8")
+    real = [(s, s.replace("精致", "精制").replace("权利", "全力")) for s in SENTENCES[:10]]
+    real += [(f"第{i}句话很好。", f"第{i}句话很好。") for i in range(20)]
+    real_lines = [f"{t}\t{s}" for s, t in real] + ["长短不一\t长短不一样", "没有制表符"]
+    (root / "real.tsv").write_text("\n".join(real_lines) + "\n", encoding="utf-8")
+    return {
+        "root": root,
+        "vocab": root / "vocab.txt",
+        "similarity": root / "similarity",
+        "sentences": root / "sentences.txt",
+        "dict": root / "dict.txt",
+        "real": root / "real.tsv",
+    }
+
+
+@pytest.fixture(scope="module")
+def tables(data) -> SimilarityTables:
+    return SimilarityTables.load(data["similarity"])
+
+
+@pytest.fixture(scope="module")
+def homophones(data, tables) -> HomophoneIndex:
+    vocab = set(_vocab())
+    return HomophoneIndex(WORDS, lambda c: c in vocab and tables.frequency(c) > 0)
+
+
+def _make(data, tables, homophones, out: Path, seed: int = 1, n: int = 200, **kw):
+    return make_dataset(
+        data["sentences"], tables, _vocab(), out, n=n, seed=seed, homophones=homophones, progress=False, **kw
+    )
+
+
+def _pairs(path: Path) -> list[tuple[str, str]]:
+    return [tuple(line.split("\t")) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_same_seed_same_bytes_other_seed_other_output(data, tables, homophones, tmp_path):
+    _make(data, tables, homophones, tmp_path / "a.tsv", seed=7)
+    _make(data, tables, homophones, tmp_path / "b.tsv", seed=7)
+    _make(data, tables, homophones, tmp_path / "c.tsv", seed=8)
+    assert (tmp_path / "a.tsv").read_bytes() == (tmp_path / "b.tsv").read_bytes()
+    assert (tmp_path / "a.tsv").read_bytes() != (tmp_path / "c.tsv").read_bytes()
+
+
+def test_pairs_have_equal_length_and_only_cjk_vocab_characters_change(data, tables, homophones, tmp_path):
+    _make(data, tables, homophones, tmp_path / "out.tsv", n=300)
+    vocab = set(_vocab())
+    n_changed = 0
+    for source, target in _pairs(tmp_path / "out.tsv"):
+        assert len(source) == len(target)
+        assert is_training_sentence(target)
+        for a, b in zip(source, target, strict=True):
+            if a != b:
+                n_changed += 1
+                assert is_cjk(a) and is_cjk(b)
+                assert a in vocab and tables.frequency(a) > 0
+    assert n_changed > 200
+
+
+def test_clean_share_is_respected(data, tables, homophones, tmp_path):
+    stats = _make(data, tables, homophones, tmp_path / "out.tsv", n=400, clean_share=0.3)
+    assert stats.synthetic == 400
+    assert 120 <= stats.synthetic_clean <= 125  # exactly 30% left clean; a corruption almost never fails
+    clean = sum(s == t for s, t in _pairs(tmp_path / "out.tsv"))
+    assert clean == stats.synthetic_clean
+
+
+def test_error_kinds_follow_the_mix(data, tables, homophones, tmp_path):
+    mix = parse_mix("word=0,sound=1,shape=0,random=0")
+    stats = _make(data, tables, homophones, tmp_path / "out.tsv", config=CorruptionConfig(mix=mix))
+    assert set(stats.events) == {"sound"}
+    mix = parse_mix("sound=0.75,random=0.25")  # both always find a place in these sentences
+    stats = _make(data, tables, homophones, tmp_path / "out.tsv", n=600, config=CorruptionConfig(mix=mix))
+    assert set(stats.events) == {"sound", "random"}
+    assert 0.68 < stats.events["sound"] / sum(stats.events.values()) < 0.82
+
+
+def test_word_level_homophone_slip(tables, homophones):
+    config = CorruptionConfig(mix=parse_mix("word=1"))
+    seen = set()
+    for seed in range(20):
+        corrupter = Corrupter(tables, _vocab(), random.Random(seed), homophones, config)
+        source, target, kinds = corrupter.corrupt("公民的合法权利受到法律的保护。", n_errors=1)
+        assert kinds == ["word"] and target == "公民的合法权利受到法律的保护。"
+        seen.add(source)
+    assert "公民的合法权力受到法律的保护。" in seen  # 权利 → 权力, the most frequent homophone
+    source, _, _ = corrupter.corrupt("这件衣服做工很精致", n_errors=1)
+    assert source[:7] == "这件衣服做工很" and source[7:] in {"精制", "景致", "径直", "静止"}
+
+
+def test_homophone_index(homophones):
+    assert homophones.key("精致") == "jing zhi"
+    assert [w for w, _ in homophones.homophones("权利")] == ["权力", "全力"]
+    assert homophones.confusability("权利") > 0.5 > homophones.confusability("自己") == 0.0
+
+
+def test_single_character_draws(tables):
+    corrupter = Corrupter(tables, _vocab(), random.Random(0))
+    assert corrupter.look_alike("候") == "侯"
+    for _ in range(20):
+        c = corrupter.sound_alike("在")
+        assert c in {"再"} or tables.pinyin_sim("在", c) > 0
+        assert corrupter.random_char("在") != "在"
+
+
+def test_holdout_written_and_excluded(data, tables, homophones, tmp_path):
+    stats = _make(
+        data, tables, homophones, tmp_path / "train.tsv", n=50,
+        real=[data["real"]], real_repeat=2, holdout=8, holdout_out=tmp_path / "dev.tsv",
+    )  # fmt: skip
+    dev = _pairs(tmp_path / "dev.tsv")
+    train = _pairs(tmp_path / "train.tsv")
+    assert len(dev) == 8 and stats.holdout == 8
+    assert stats.real["real.tsv"]["skipped"] == 2  # unequal lengths, no tab
+    dev_targets = {t for _, t in dev}
+    assert not dev_targets & {t for _, t in train}
+    real = [p for p in _pairs(data["real"]) if len(p) == 2 and len(p[0]) == len(p[1])]
+    kept = [p for p in real if p[1] not in dev_targets]
+    assert all(train.count(p) >= 2 for p in kept)
+    assert len(train) == stats.written == 50 - stats.dropped_holdout_overlap + 2 * len(kept)
+
+
+def test_refuses_the_benchmark(data, tmp_path, capsys):
+    bench = tmp_path / "sighan15_test.tsv"
+    bench.write_text("错字\t错字\n", encoding="utf-8")
+    with pytest.raises(BenchmarkFileError):
+        read_pairs(bench)
+    argv = ["--sentences", str(data["sentences"]), "--similarity", str(data["similarity"]),
+            "--vocab", str(data["vocab"]), "--out", str(tmp_path / "o.tsv"), "--real", str(bench)]  # fmt: skip
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert "sighan15_test.tsv" in capsys.readouterr().err
+    assert not (tmp_path / "o.tsv").exists()
+
+
+def test_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "--holdout-out" in out and "--clean-share" in out and "python -m training.make_csc_data" in out
+
+
+def test_sentence_filter():
+    assert is_training_sentence("今天天气很好,我们去公园散步吧。")
+    assert not is_training_sentence("短句。")
+    assert not is_training_sentence("很" * 121)
+    assert not is_training_sentence("abc def ghi jkl mno 中文")
+
+
+def test_cli_is_deterministic_across_processes(data, tmp_path):
+    """Same seed, different PYTHONHASHSEED (set/dict-order bugs): byte-identical files."""
+    outs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"train{hash_seed}.tsv"
+        cmd = [
+            sys.executable, "-m", "training.make_csc_data", "--sentences", str(data["sentences"]),
+            "--similarity", str(data["similarity"]), "--vocab", str(data["vocab"]), "--out", str(out),
+            "--n", "100", "--seed", "3", "--jieba-dict", str(data["dict"]), "--real", str(data["real"]),
+            "--real-repeat", "2", "--holdout", "5", "--holdout-out", str(tmp_path / f"dev{hash_seed}.tsv"),
+            "--no-progress",
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "errors by kind" in proc.stdout and "written:" in proc.stdout
+        outs.append((out.read_bytes(), (tmp_path / f"dev{hash_seed}.tsv").read_bytes()))
+    assert outs[0] == outs[1]
+    assert b"\t" in outs[0][0] and len(outs[0][1].splitlines()) == 5

@@ -1,0 +1,1 @@
+"""Training pipeline: corpus → vocab → ELECTRA pretraining → CSC fine-tuning → model bundle."""

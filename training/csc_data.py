@@ -1,0 +1,67 @@
+"""CSC pairs (``source<TAB>target``) → aligned token ids, labels and batches for fine-tuning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from corrector.tokenize import build_tokenizer, encode_batch, read_vocab
+
+
+def read_pairs(path: Path, limit: int = 0) -> list[tuple[str, str]]:
+    """Pairs of equal length; other lines are skipped."""
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 2 and len(parts[0]) == len(parts[1]) and parts[0]:
+                pairs.append((parts[0], parts[1]))
+                if limit and len(pairs) >= limit:
+                    break
+    return pairs
+
+
+@dataclass
+class EncodedPairs:
+    """Ragged arrays: per pair, source token ids, target token ids and editable mask."""
+
+    src: list[np.ndarray]
+    tgt: list[np.ndarray]
+    editable: list[np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def encode_pairs(pairs: list[tuple[str, str]], vocab_path: Path, max_tokens: int) -> EncodedPairs:
+    """Target ids differ from source ids only at editable (single CJK character) tokens whose
+    character changed and whose new character is in the vocab."""
+    tok = build_tokenizer(vocab_path)
+    vocab = read_vocab(vocab_path)
+    encs = encode_batch(tok, [s for s, _ in pairs], max_tokens)
+    src, tgt, edit = [], [], []
+    for (s, t), enc in zip(pairs, encs):
+        ids = np.asarray(enc.ids, dtype=np.int64)
+        target = ids.copy()
+        pos = np.asarray(enc.char_pos)
+        for k in np.flatnonzero(pos >= 0):
+            c = t[pos[k]]
+            if c != s[pos[k]] and c in vocab:
+                target[k] = vocab[c]
+        src.append(ids)
+        tgt.append(target)
+        edit.append(pos >= 0)
+    return EncodedPairs(src, tgt, edit)
+
+
+def collate(data: EncodedPairs, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    width = max(len(data.src[i]) for i in idx)
+    src = np.zeros((len(idx), width), np.int64)
+    tgt = np.zeros((len(idx), width), np.int64)
+    editable = np.zeros((len(idx), width), bool)
+    for r, i in enumerate(idx):
+        n = len(data.src[i])
+        src[r, :n], tgt[r, :n], editable[r, :n] = data.src[i], data.tgt[i], data.editable[i]
+    return src, tgt, editable

@@ -1,0 +1,124 @@
+"""Evaluate a model bundle on ``source<TAB>target`` pairs through the same Corrector users get.
+
+    python -m training.evaluate --data ../shared/data/csc/sighan15_test.tsv --model data/electra_models/default
+    python -m training.evaluate --data runs/csc/dev.tsv --model DIR --sweep --choose runs/defaults.json
+
+Prints SIGHAN strict sentence-level detection/correction P/R/F1, character-level P/R/F1, the
+false-positive rate on error-free sentences and sentences/s; writes a JSON report. ``--sweep``
+varies the detection threshold and draws a precision-recall plot; ``--choose`` writes the
+threshold with the best sentence correction F1 (pick it on a dev split, never on the test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from corrector import Corrector
+
+from .csc_data import read_pairs
+from .metrics import csc_metrics
+
+SWEEP = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+
+
+def run(fixer: Corrector, pairs: list[tuple[str, str]], batch_size: int = 64, **options) -> dict:
+    t0 = time.perf_counter()
+    preds: list[str] = []
+    for s in range(0, len(pairs), batch_size):
+        preds += [c.target for c in fixer.correct_batch([p[0] for p in pairs[s : s + batch_size]], **options)]
+    dt = time.perf_counter() - t0
+    report = csc_metrics((s, t, p) for (s, t), p in zip(pairs, preds))
+    report["sentences_per_s"] = round(len(pairs) / dt, 1)
+    return report
+
+
+def summary_line(r: dict) -> str:
+    sd, sc, cc = r["sentence_detection"], r["sentence_correction"], r["char_correction"]
+    return (f"sent det P/R/F1 {sd['precision']:.3f}/{sd['recall']:.3f}/{sd['f1']:.3f}  "
+            f"sent cor P/R/F1 {sc['precision']:.3f}/{sc['recall']:.3f}/{sc['f1']:.3f}  "
+            f"char cor F1 {cc['f1']:.3f}  FPR {r['false_positive_rate']:.3f}  {r['sentences_per_s']} sent/s")
+
+
+def plot_sweep(rows: list[dict], png: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for key, label in (("sentence_detection", "detection"), ("sentence_correction", "correction")):
+        ax.plot([r[key]["recall"] for r in rows], [r[key]["precision"] for r in rows], "o-", label=label)
+        for r in rows:
+            ax.annotate(f"{r['threshold']:g}", (r[key]["recall"], r[key]["precision"]), fontsize=7)
+    ax.set_xlabel("recall (sentence level)")
+    ax.set_ylabel("precision")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def parse_settings(items: list[str]) -> dict:
+    out: dict = {}
+    for item in items:
+        key, _, val = item.partition("=")
+        try:
+            out[key] = json.loads(val)
+        except json.JSONDecodeError:
+            out[key] = val
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, required=True, help="source<TAB>target file")
+    ap.add_argument("--model", type=Path, default=None, help="bundle directory (default: the bundled model)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="corrector settings, e.g. threshold=0.6 verify=false mask_suspects=true")
+    ap.add_argument("--limit", type=int, default=0, help="evaluate the first N pairs only")
+    ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--sweep", action="store_true", help="vary the threshold; plot precision-recall")
+    ap.add_argument("--choose", type=Path, help="with --sweep: write the best threshold (+ --set) as JSON")
+    ap.add_argument("--max-fpr", type=float, default=1.0, help="with --choose: only thresholds under this FPR")
+    ap.add_argument("--report", type=Path, help="JSON report path (default: print only)")
+    ap.add_argument("--plot", type=Path, help="PNG path for the --sweep plot")
+    args = ap.parse_args(argv)
+
+    pairs = read_pairs(args.data, args.limit)
+    settings = parse_settings(args.set)
+    fixer = Corrector.load(args.model, device=args.device, **settings)
+    meta = {"data": str(args.data), "model": fixer.name, "model_version": fixer.version, "settings": settings}
+    if not args.sweep:
+        report = {**meta, "threshold": fixer.config.threshold, **run(fixer, pairs, args.batch_size)}
+        print(summary_line(report))
+        print(json.dumps({k: report[k] for k in ("sentence_detection", "sentence_correction", "char_detection",
+                                                   "char_correction", "false_positive_rate")}))
+    else:
+        rows = []
+        for th in SWEEP:
+            r = {"threshold": th, **run(fixer, pairs, args.batch_size, threshold=th)}
+            rows.append(r)
+            print(f"threshold {th:<5} {summary_line(r)}")
+        report = {**meta, "sweep": rows}
+        ok = [r for r in rows if r["false_positive_rate"] <= args.max_fpr] or rows
+        best = max(ok, key=lambda r: (r["sentence_correction"]["f1"], r["threshold"]))
+        report["best"] = {"threshold": best["threshold"], "sentence_correction_f1": best["sentence_correction"]["f1"]}
+        print(f"best threshold on {args.data.name}: {best['threshold']} "
+              f"(sentence correction F1 {best['sentence_correction']['f1']:.3f})")
+        if args.plot:
+            plot_sweep(rows, args.plot, f"{fixer.name} on {args.data.name}")
+        if args.choose:
+            args.choose.write_text(json.dumps({**settings, "threshold": best["threshold"]}, indent=2) + "\n",
+                                   encoding="utf-8")
+    if args.report:
+        args.report.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

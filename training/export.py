@@ -1,0 +1,132 @@
+"""Write a complete model bundle (see corrector/bundle.py) from a trained generator/discriminator pair.
+
+    python -m training.export --run runs/finetune --similarity runs/similarity \\
+        --out data/electra_models/default --name default
+    python -m corrector export DISC_DIR GEN_DIR OUT_DIR     # any HF ELECTRA pair with a 21128 vocab
+
+The bundle is written next to OUT and moved into place at the end, so a failed export never
+leaves a half-written bundle behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import torch
+
+from corrector.bundle import FORMAT_VERSION, MANIFEST, SIMILARITY_DIR, VOCAB, sha256_file
+from corrector.tokenize import read_vocab_list
+from corrector.types import CorrectorError
+
+from .onnx_export import OPSET, export_pair
+
+
+def load_pair(disc_dir: Path, gen_dir: Path):
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # per-tensor loading bars would bury a one-line error on stderr
+    for d in (disc_dir, gen_dir):
+        if not (d / "config.json").is_file():
+            raise CorrectorError(f"{d} is not a Hugging Face model directory (no config.json)")
+    vocab = disc_dir / "vocab.txt"
+    if not vocab.is_file():
+        raise CorrectorError(f"{disc_dir} has no vocab.txt")
+    if (gen_dir / "vocab.txt").is_file() and sha256_file(gen_dir / "vocab.txt") != sha256_file(vocab):
+        raise CorrectorError(f"{gen_dir}/vocab.txt differs from {vocab}")
+    disc = ElectraForPreTraining.from_pretrained(disc_dir, dtype=torch.float32).eval()
+    gen = ElectraForMaskedLM.from_pretrained(gen_dir, dtype=torch.float32).eval()
+    n_vocab = len(read_vocab_list(vocab))
+    if disc.config.vocab_size != n_vocab or gen.config.vocab_size != n_vocab:
+        raise CorrectorError(f"vocab.txt has {n_vocab} entries; models expect "
+                             f"{disc.config.vocab_size} (discriminator) / {gen.config.vocab_size} (generator)")
+    return disc, gen, vocab
+
+
+def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Path | None = None,
+                 char_freq: dict[str, int] | None = None, provenance: dict | None = None,
+                 metrics: dict | None = None, corrector_defaults: dict | None = None,
+                 max_seq_len: int | None = None, half: bool = True) -> dict:
+    """Save both networks (fp16 safetensors by default), ONNX (checked against torch), tables, manifest."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        if half:  # round once, so the HF weights and the ONNX graphs hold the same numbers
+            for m in (disc, gen):
+                for p in m.parameters():
+                    p.data = p.data.half().float()
+        for sub, model in (("discriminator", disc), ("generator", gen)):
+            (model.half() if half else model).save_pretrained(tmp / sub)
+            model.float()
+            shutil.copyfile(vocab, tmp / sub / "vocab.txt")
+        diffs = export_pair(disc, gen, tmp / "onnx")
+        if similarity is not None:
+            shutil.copytree(similarity, tmp / SIMILARITY_DIR)
+        else:
+            from .similarity import build_tables
+
+            build_tables(read_vocab_list(vocab), char_freq or {}, tmp / SIMILARITY_DIR)
+        seq = max_seq_len or min(128, disc.config.max_position_embeddings)
+        manifest = {
+            "name": name,
+            "version": dt.date.today().isoformat(),
+            "format_version": FORMAT_VERSION,
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "vocab_sha256": sha256_file(tmp / VOCAB),
+            "vocab_size": disc.config.vocab_size,
+            "max_seq_len": seq,
+            "onnx": {"opset": OPSET, "max_abs_diff_vs_torch": diffs},
+            "provenance": provenance or {},
+            "metrics": metrics or {},
+            "corrector_defaults": corrector_defaults or {},
+        }
+        manifest["files"] = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+        (tmp / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return manifest
+
+
+def export_hf_pair(disc_dir: Path, gen_dir: Path, out: Path, name: str | None = None) -> dict:
+    """What ``python -m corrector export`` runs: any HF ELECTRA pair → bundle."""
+    disc, gen, vocab = load_pair(Path(disc_dir), Path(gen_dir))
+    return write_bundle(disc, gen, vocab, Path(out), name=name or Path(out).name,
+                        provenance={"source": {"discriminator": str(disc_dir), "generator": str(gen_dir)}},
+                        half=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run", type=Path, required=True,
+                    help="training run folder holding discriminator/ and generator/ (and provenance.json)")
+    ap.add_argument("--out", type=Path, required=True, help="bundle folder to write (replaced if present)")
+    ap.add_argument("--name", default=None, help="bundle name (default: OUT's folder name)")
+    ap.add_argument("--similarity", type=Path, default=None,
+                    help="tables from training.similarity (default: build them from the vocab)")
+    ap.add_argument("--metrics", type=Path, default=None, help="JSON report(s) from training.evaluate to embed")
+    ap.add_argument("--defaults", type=Path, default=None, help="JSON of tuned corrector settings to embed")
+    ap.add_argument("--full-precision", action="store_true", help="keep fp32 safetensors (default fp16)")
+    args = ap.parse_args(argv)
+    disc, gen, vocab = load_pair(args.run / "discriminator", args.run / "generator")
+    prov_file = args.run / "provenance.json"
+    provenance = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.exists() else {}
+    metrics = json.loads(args.metrics.read_text(encoding="utf-8")) if args.metrics else {}
+    defaults = json.loads(args.defaults.read_text(encoding="utf-8")) if args.defaults else {}
+    manifest = write_bundle(disc, gen, vocab, args.out, name=args.name or args.out.name,
+                            similarity=args.similarity, provenance=provenance, metrics=metrics,
+                            corrector_defaults=defaults, half=not args.full_precision)
+    size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
+    print(f"wrote {args.out} ({size / 1e6:.1f} MB); ONNX vs torch max abs diff: {manifest['onnx']['max_abs_diff_vs_torch']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""Fine-tune a pretrained generator/discriminator pair for spelling correction.
+
+    python -m training.finetune --init runs/pretrain --train runs/csc/train.tsv --dev runs/csc/dev.tsv \\
+        --out runs/finetune --max-minutes 60
+    python -m training.finetune --from-scratch cpu ...      # the no-pretraining baseline
+
+The discriminator learns to flag erroneous characters (label 1 where source != target); the
+generator learns to put the correct character at them, seeing each error either masked or as
+it is (both ways are used at inference). Dev metrics are computed as training goes and the best
+pair is kept in out/discriminator and out/generator. Re-running the command resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+from corrector.tokenize import SPECIAL_IDS
+
+from . import loop
+from .csc_data import EncodedPairs, collate, encode_pairs, read_pairs
+from .modeling import build_models, get_config
+
+
+@dataclass
+class FinetuneConfig:
+    batch_size: int = 32
+    lr: float = 2e-4
+    weight_decay: float = 0.01
+    warmup_steps: int = 300
+    max_steps: int = 6000
+    max_tokens: int = 128  # longer sentences are cut (their tail is not trained on)
+    mask_prob: float = 0.5  # share of generator-trained positions shown as [MASK]
+    copy_rate: float = 0.15  # share of correct characters the generator also learns to reproduce
+    det_weight: float = 5.0  # detection loss weight
+    seed: int = 1234
+    log_every: int = 20
+    eval_every: int = 300
+    ckpt_every: int = 100
+
+
+class CscModel(nn.Module):
+    def __init__(self, gen: ElectraForMaskedLM, disc: ElectraForPreTraining):
+        super().__init__()
+        self.gen, self.disc = gen, disc
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, editable: torch.Tensor, train_pos: torch.Tensor,
+                show_mask: torch.Tensor, det_weight: float) -> dict[str, torch.Tensor]:
+        attn = (src != SPECIAL_IDS["[PAD]"]).long()
+        wrong = (src != tgt) & editable
+        # detection: every real token, label = wrong
+        d_logits = self.disc(input_ids=src, attention_mask=attn).logits.float()
+        keep = attn.bool()
+        det = F.binary_cross_entropy_with_logits(d_logits[keep], wrong[keep].float())
+        # correction: errors (+ sampled correct characters), masked or as they are
+        gen_in = torch.where(train_pos & show_mask, torch.full_like(src, SPECIAL_IDS["[MASK]"]), src)
+        h = self.gen.electra(input_ids=gen_in, attention_mask=attn).last_hidden_state[train_pos]
+        logits = self.gen.generator_lm_head(self.gen.generator_predictions(h)).float()
+        targets = tgt[train_pos]
+        cor = F.cross_entropy(logits, targets) if len(targets) else logits.sum() * 0
+        with torch.no_grad():
+            w = wrong[train_pos]
+            stats = {"cor_acc_err": ((logits.argmax(-1) == targets) & w).sum() / w.sum().clamp(min=1)}
+        return {"loss": cor + det_weight * det, "cor": cor, "det": det, **stats}
+
+
+def generator_positions(src: np.ndarray, tgt: np.ndarray, editable: np.ndarray, rng: np.random.Generator,
+                        cfg: FinetuneConfig) -> tuple[np.ndarray, np.ndarray]:
+    wrong = (src != tgt) & editable
+    train_pos = wrong | (editable & (rng.random(src.shape) < cfg.copy_rate))
+    show_mask = rng.random(src.shape) < cfg.mask_prob
+    return train_pos, show_mask
+
+
+@torch.no_grad()
+def dev_metrics(model: CscModel, dev: EncodedPairs, rt: loop.Runtime, threshold: float = 0.5,
+                batch_size: int = 64) -> dict[str, float]:
+    """Sentence-level strict F1 of a simple decoder (flag > threshold, generator top-1 as it is) plus
+    token-level detection F1. A cheap proxy for training.evaluate, good enough to pick checkpoints."""
+    model.eval()
+    tp_d = fp_d = fn_d = 0
+    sent_tp = sent_pred = sent_gold = 0
+    for s in range(0, len(dev), batch_size):
+        src, tgt, editable = collate(dev, np.arange(s, min(len(dev), s + batch_size)))
+        src_t, tgt_t, ed_t = (torch.as_tensor(a, device=rt.device) for a in (src, tgt, editable))
+        attn = (src_t != 0).long()
+        with rt.autocast():
+            p = torch.sigmoid(model.disc(input_ids=src_t, attention_mask=attn).logits.float())
+            h = model.gen.electra(input_ids=src_t, attention_mask=attn).last_hidden_state
+            top1 = model.gen.generator_lm_head(model.gen.generator_predictions(h)).argmax(-1)
+        flag = (p > threshold) & ed_t & (top1 != src_t)
+        wrong = (src_t != tgt_t) & ed_t
+        tp_d += int((flag & wrong).sum())
+        fp_d += int((flag & ~wrong).sum())
+        fn_d += int((~flag & wrong).sum())
+        pred = torch.where(flag, top1, src_t)
+        for r in range(len(src)):
+            has_pred, has_gold = bool(flag[r].any()), bool(wrong[r].any())
+            sent_pred += has_pred
+            sent_gold += has_gold
+            sent_tp += has_gold and has_pred and bool((pred[r] == tgt_t[r]).all())
+    model.train()
+    f1 = lambda p, r: 2 * p * r / (p + r) if p + r else 0.0  # noqa: E731
+    dp, dr = tp_d / max(1, tp_d + fp_d), tp_d / max(1, tp_d + fn_d)
+    sp, sr = sent_tp / max(1, sent_pred), sent_tp / max(1, sent_gold)
+    return {"dev_det_f1": f1(dp, dr), "dev_cor_p": sp, "dev_cor_r": sr, "dev_cor_f1": f1(sp, sr)}
+
+
+def load_init(init: Path | None, scratch: str | None) -> tuple[ElectraForMaskedLM, ElectraForPreTraining, dict]:
+    if scratch:
+        gen, disc = build_models(get_config(scratch))
+        gen.electra.embeddings = type(disc.electra.embeddings)(gen.config)  # untie: train both freely
+        gen.electra.embeddings.load_state_dict(disc.electra.embeddings.state_dict())
+        gen.generator_lm_head.weight = gen.electra.embeddings.word_embeddings.weight
+        return gen, disc, {"pretrained": False, "config": scratch}
+    assert init is not None
+    disc = ElectraForPreTraining.from_pretrained(init / "discriminator", dtype=torch.float32)
+    gen = ElectraForMaskedLM.from_pretrained(init / "generator", dtype=torch.float32)
+    prov_file = init / "provenance.json"
+    prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.exists() else {}
+    return gen, disc, {"pretrained": True, "init": str(init), **prov}
+
+
+def train(cfg: FinetuneConfig, args: argparse.Namespace) -> dict:
+    rt = loop.setup_runtime(args.device, args.threads)
+    np_rng = loop.seed_everything(cfg.seed)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt_path = out / "ckpt.pt"
+    resume = loop.load_checkpoint(ckpt_path) if ckpt_path.exists() else None
+    if resume:
+        cfg = FinetuneConfig(**resume["train_config"])
+    gen, disc, init_info = load_init(args.init, args.from_scratch)
+    model = CscModel(gen, disc).to(rt.device)
+    vocab_path = (args.vocab or (args.init / "discriminator" / "vocab.txt" if args.init else None))
+    if vocab_path is None or not Path(vocab_path).exists():
+        raise SystemExit("--vocab is required (no vocab.txt in the init directory)")
+    max_tokens = min(cfg.max_tokens, disc.config.max_position_embeddings)
+    train_data = encode_pairs(read_pairs(args.train, args.limit), vocab_path, max_tokens)
+    dev_data = encode_pairs(read_pairs(args.dev, 2000), vocab_path, max_tokens)
+    opt = loop.make_optimizer(model, cfg.lr, cfg.weight_decay, rt.device)
+    step, best, elapsed_before = 0, -1.0, 0.0
+    if resume:
+        model.load_state_dict(resume["model"])
+        opt.load_state_dict(resume["optimizer"])
+        step, best, elapsed_before = resume["step"], resume["best"], resume["elapsed_s"]
+        loop.restore_rng(resume["rng"], np_rng)
+    log = loop.MetricsLog(out / "metrics.jsonl")
+    print(f"{len(train_data)} training pairs, {len(dev_data)} dev pairs; step {step}/{cfg.max_steps}")
+    t_start = time.time()
+    deadline = t_start + args.max_minutes * 60 if args.max_minutes else float("inf")
+    bar = tqdm(total=cfg.max_steps, initial=step, desc="finetune", unit="step")
+
+    def save_best() -> None:
+        for sub, m in (("discriminator", model.disc), ("generator", model.gen)):
+            m.save_pretrained(out / "best" / sub)
+            shutil.copyfile(vocab_path, out / "best" / sub / "vocab.txt")
+
+    def checkpoint() -> None:
+        loop.save_checkpoint(ckpt_path, model=model.state_dict(), optimizer=opt.state_dict(), step=step, best=best,
+                             rng=loop.rng_state(np_rng), train_config=asdict(cfg),
+                             elapsed_s=elapsed_before + time.time() - t_start)
+        log.plot(out / "finetune.png", [("loss", ["cor", "det"]), ("dev", ["dev_det_f1", "dev_cor_f1", "cor_acc_err"])])
+
+    last_step = min(cfg.max_steps, step + args.stop_after) if args.stop_after else cfg.max_steps
+    while step < last_step and time.time() < deadline:
+        lr = loop.lr_at(step, cfg.lr, cfg.warmup_steps, cfg.max_steps)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        idx = np_rng.integers(0, len(train_data), cfg.batch_size)
+        src, tgt, editable = collate(train_data, idx)
+        train_pos, show = generator_positions(src, tgt, editable, np_rng, cfg)
+        t = [torch.as_tensor(a, device=rt.device) for a in (src, tgt, editable, train_pos, show)]
+        with rt.autocast():
+            res = model(*t, det_weight=cfg.det_weight)
+        res["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        bar.update(1)
+        if step % cfg.log_every == 0:
+            vals = {k: float(v.detach()) for k, v in res.items()}
+            bar.set_postfix(cor=f"{vals['cor']:.2f}", det=f"{vals['det']:.3f}", acc=f"{vals['cor_acc_err']:.2f}")
+            log.write(step=step, lr=lr, **vals)
+        if step % cfg.eval_every == 0 or step == cfg.max_steps:
+            m = dev_metrics(model, dev_data, rt)
+            log.write(step=step, **m)
+            if m["dev_cor_f1"] > best:
+                best = m["dev_cor_f1"]
+                save_best()
+            bar.write(f"step {step}: " + " ".join(f"{k}={v:.3f}" for k, v in m.items()) + f" (best {best:.3f})")
+        if step % cfg.ckpt_every == 0:
+            checkpoint()
+    bar.close()
+    if best < 0:  # stopped before the first evaluation
+        m = dev_metrics(model, dev_data, rt)
+        best = m["dev_cor_f1"]
+        save_best()
+    checkpoint()
+    for sub in ("discriminator", "generator"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+        shutil.copytree(out / "best" / sub, out / sub)
+    provenance = {
+        **init_info,
+        "finetune": {"steps": step, "train_file": str(args.train), "train_pairs": len(train_data),
+                     "dev_file": str(args.dev), "best_dev_cor_f1_proxy": round(best, 4),
+                     "elapsed_s": round(elapsed_before + time.time() - t_start)},
+        "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device}",
+    }
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
+    summary = {"step": step, "best_dev_cor_f1_proxy": best, "finished": step >= cfg.max_steps}
+    print(json.dumps(summary))
+    return summary
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--init", type=Path, help="pretraining run folder with discriminator/ and generator/")
+    src.add_argument("--from-scratch", metavar="CONFIG", help="random init of this model config (baseline)")
+    ap.add_argument("--vocab", type=Path, help="vocab.txt (default: the init discriminator's)")
+    ap.add_argument("--train", type=Path, required=True, help="source<TAB>target training pairs")
+    ap.add_argument("--dev", type=Path, required=True, help="source<TAB>target dev pairs (model selection)")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--limit", type=int, default=0, help="read at most this many training pairs")
+    ap.add_argument("--stop-after", type=int, default=0,
+                    help="stop (and checkpoint) after this many steps in this invocation; resume later")
+    ap.add_argument("--max-minutes", type=float, default=0)
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--threads", type=int, default=0)
+    for f in fields(FinetuneConfig):
+        typ = {"int": int, "float": float}[f.type] if isinstance(f.type, str) else f.type
+        ap.add_argument("--" + f.name.replace("_", "-"), type=typ, default=f.default)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    cfg = FinetuneConfig(**{f.name: getattr(args, f.name) for f in fields(FinetuneConfig)})
+    train(cfg, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Torch → ONNX for the two networks, checked against torch on random inputs."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+OPSET = 17
+TOLERANCE = 1e-3
+
+
+class DiscriminatorLogits(nn.Module):
+    def __init__(self, disc: ElectraForPreTraining):
+        super().__init__()
+        self.disc = disc
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.disc(input_ids=input_ids, attention_mask=attention_mask).logits
+
+
+class GeneratorLogitsAt(nn.Module):
+    """Vocabulary logits only at ``positions`` (B, P): the LM head is most of the generator's cost."""
+
+    def __init__(self, gen: ElectraForMaskedLM):
+        super().__init__()
+        self.gen = gen
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        h = self.gen.electra(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        idx = positions.unsqueeze(-1).expand(-1, -1, h.shape[-1])
+        picked = torch.gather(h, 1, idx)
+        return self.gen.generator_lm_head(self.gen.generator_predictions(picked))
+
+
+def _inputs(vocab_size: int, batch: int, length: int, n_pos: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(104, vocab_size, (batch, length), generator=g)
+    attn = torch.ones(batch, length, dtype=torch.long)
+    attn[0, length - 2 :] = 0  # one padded row, as batching produces
+    ids[0, length - 2 :] = 0
+    pos = torch.randint(1, length - 2, (batch, n_pos), generator=g)
+    return {"input_ids": ids, "attention_mask": attn, "positions": pos}
+
+
+def export_pair(disc: ElectraForPreTraining, gen: ElectraForMaskedLM, out_dir: Path) -> dict[str, float]:
+    """Write onnx/discriminator.onnx and onnx/generator.onnx; return max |onnx - torch| per network.
+
+    Raises ValueError when a difference exceeds TOLERANCE.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    disc, gen = disc.eval().float(), gen.eval().float()
+    vocab = disc.config.vocab_size
+    ex = _inputs(vocab, 2, 16, 3)
+    d_mod, g_mod = DiscriminatorLogits(disc).eval(), GeneratorLogitsAt(gen).eval()
+    batch, seq, npos = "batch", "length", "positions"
+    _export(d_mod, (ex["input_ids"], ex["attention_mask"]), out_dir / "discriminator.onnx",
+            ["input_ids", "attention_mask"], ["logits"],
+            {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}, "logits": {0: batch, 1: seq}})
+    _export(g_mod, (ex["input_ids"], ex["attention_mask"], ex["positions"]), out_dir / "generator.onnx",
+            ["input_ids", "attention_mask", "positions"], ["logits"],
+            {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq},
+             "positions": {0: batch, 1: npos}, "logits": {0: batch, 1: npos}})
+    diffs = {}
+    check = _inputs(vocab, 3, min(37, disc.config.max_position_embeddings), 5, seed=1)
+    diffs["discriminator"] = _max_diff(d_mod, out_dir / "discriminator.onnx",
+                                       {k: check[k] for k in ("input_ids", "attention_mask")})
+    diffs["generator"] = _max_diff(g_mod, out_dir / "generator.onnx", check)
+    bad = {k: v for k, v in diffs.items() if not v <= TOLERANCE}
+    if bad:
+        raise ValueError(f"ONNX output differs from torch by more than {TOLERANCE}: {bad}")
+    return diffs
+
+
+def _export(module: nn.Module, args: tuple, path: Path, inputs: list[str], outputs: list[str],
+            dynamic_axes: dict) -> None:
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, args, str(path), input_names=inputs, output_names=outputs,
+                          dynamic_axes=dynamic_axes, opset_version=OPSET, dynamo=False)
+
+
+def _max_diff(module: nn.Module, path: Path, feed: dict[str, torch.Tensor]) -> float:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        ref = module(*feed.values()).numpy()
+    got = sess.run(None, {k: v.numpy() for k, v in feed.items()})[0]
+    keep = feed["attention_mask"].numpy().astype(bool) if ref.ndim == 2 else np.ones(ref.shape[:2], bool)
+    return float(np.abs(ref - got)[keep].max())
