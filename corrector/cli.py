@@ -175,12 +175,13 @@ def _batches(lines: Iterator[str], size: int) -> Iterator[list[str]]:
 
 
 def _open_output(path: str | None) -> TextIO:
+    # surrogateescape: the only surrogates that reach the CLI are undecodable argv bytes; write them back as is
     if not path:
         if hasattr(sys.stdout, "reconfigure"):
-            sys.stdout.reconfigure(encoding="utf-8", errors="surrogatepass")
+            sys.stdout.reconfigure(encoding="utf-8", errors="surrogateescape")
         return sys.stdout
     try:
-        return open(path, "w", encoding="utf-8", errors="surrogatepass", newline="")
+        return open(path, "w", encoding="utf-8", errors="surrogateescape", newline="")
     except OSError as e:
         raise CliError(f"cannot write {path}: {e.strerror}") from None
 

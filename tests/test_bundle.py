@@ -1,0 +1,230 @@
+"""The model bundle: layout, manifest and the one-line messages ``Corrector.load`` gives when it is wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corrector import Corrector, CorrectorError
+from corrector.bundle import FORMAT_VERSION, MANIFEST, REQUIRED_FILES, VOCAB, Bundle, sha256_file
+from corrector.corrector import ENV_MODEL, default_model_path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def bundle_copy(tiny_bundle, tmp_path) -> Path:
+    """A private copy to break; the session bundle is never touched."""
+    return Path(shutil.copytree(tiny_bundle, tmp_path / "copy"))
+
+
+def manifest_of(bundle: Path) -> dict:
+    return json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
+
+
+def write_manifest(bundle: Path, manifest: dict) -> None:
+    (bundle / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def load_error(path: Path, **settings) -> str:
+    with pytest.raises(CorrectorError) as info:
+        Corrector.load(path, device="cpu", **settings)
+    msg = str(info.value)
+    assert "\n" not in msg.strip()
+    return msg
+
+
+# ---- a good bundle ------------------------------------------------------------------------------
+
+
+def test_tiny_bundle_loads(tiny_bundle):
+    b = Bundle.load(tiny_bundle)
+    assert b.name == "tiny"
+    assert b.max_seq_len == 64
+    assert b.vocab_path == tiny_bundle / VOCAB
+    assert b.corrector_defaults == {}
+
+
+def test_manifest_describes_the_bundle(tiny_bundle):
+    m = manifest_of(tiny_bundle)
+    assert m["format_version"] == FORMAT_VERSION
+    assert m["vocab_sha256"] == sha256_file(tiny_bundle / VOCAB)
+    assert m["vocab_size"] == 21128
+    assert m["onnx"]["opset"] >= 17
+    assert set(m["onnx"]["max_abs_diff_vs_torch"]) == {"discriminator", "generator"}
+    assert all(0 <= v <= 1e-3 for v in m["onnx"]["max_abs_diff_vs_torch"].values())
+    assert m["provenance"] == {"note": "random weights, for tests"}
+    for key in ("name", "version", "created", "metrics", "max_seq_len"):
+        assert key in m
+    assert set(REQUIRED_FILES) <= set(m["files"])
+    on_disk = {str(p.relative_to(tiny_bundle)) for p in tiny_bundle.rglob("*") if p.is_file()}
+    assert on_disk - {MANIFEST} == set(m["files"])
+
+
+def test_loaded_corrector_describes_itself(tiny_corrector):
+    assert tiny_corrector.name == "tiny"
+    assert tiny_corrector.version == manifest_of(tiny_corrector.bundle.path)["version"]
+    assert tiny_corrector.networks.provider == "CPUExecutionProvider"
+
+
+def test_settings_override_bundle_defaults(bundle_copy):
+    m = manifest_of(bundle_copy)
+    m["corrector_defaults"] = {"threshold": 0.7, "top_k": 7}
+    write_manifest(bundle_copy, m)
+    fix = Corrector.load(bundle_copy, device="cpu", threshold=0.2)
+    assert fix.config.threshold == 0.2
+    assert fix.config.top_k == 7
+
+
+# ---- broken bundles -----------------------------------------------------------------------------
+
+
+def test_missing_directory(tmp_path):
+    msg = load_error(tmp_path / "nowhere")
+    assert "no model bundle" in msg and "nowhere" in msg
+
+
+def test_missing_manifest(bundle_copy):
+    (bundle_copy / MANIFEST).unlink()
+    msg = load_error(bundle_copy)
+    assert "manifest.json" in msg and "missing" in msg
+
+
+def test_manifest_not_json(bundle_copy):
+    (bundle_copy / MANIFEST).write_text("{not json", encoding="utf-8")
+    msg = load_error(bundle_copy)
+    assert "manifest.json" in msg and "not valid JSON" in msg
+
+
+def test_manifest_not_an_object(bundle_copy):
+    (bundle_copy / MANIFEST).write_text("[1, 2]", encoding="utf-8")
+    assert "JSON object" in load_error(bundle_copy)
+
+
+@pytest.mark.parametrize("version", [FORMAT_VERSION + 98, None, "1"])
+def test_incompatible_format_version(bundle_copy, version):
+    m = manifest_of(bundle_copy)
+    if version is None:
+        del m["format_version"]
+    else:
+        m["format_version"] = version
+    write_manifest(bundle_copy, m)
+    msg = load_error(bundle_copy)
+    assert "format version" in msg and repr(version) in msg
+
+
+@pytest.mark.parametrize("key", ["vocab_sha256", "max_seq_len"])
+def test_manifest_missing_key(bundle_copy, key):
+    m = manifest_of(bundle_copy)
+    del m[key]
+    write_manifest(bundle_copy, m)
+    assert key in load_error(bundle_copy)
+
+
+@pytest.mark.parametrize("rel", [
+    "onnx/generator.onnx", "onnx/discriminator.onnx", "discriminator/config.json", "generator/model.safetensors",
+    "similarity/pinyin.tsv", "similarity/shape.tsv",
+    "similarity/meta.json",  # listed in the manifest only, not a required file
+])
+def test_missing_file(bundle_copy, rel):
+    (bundle_copy / rel).unlink()
+    msg = load_error(bundle_copy)
+    assert "missing" in msg and rel in msg
+
+
+def test_vocab_hash_mismatch(bundle_copy):
+    with open(bundle_copy / VOCAB, "a", encoding="utf-8") as f:
+        f.write("extra\n")
+    msg = load_error(bundle_copy)
+    assert "vocab hash mismatch" in msg and VOCAB in msg
+
+
+def test_generator_vocab_differs(bundle_copy):
+    with open(bundle_copy / "generator/vocab.txt", "a", encoding="utf-8") as f:
+        f.write("extra\n")
+    assert "generator/vocab.txt" in load_error(bundle_copy)
+
+
+@pytest.mark.parametrize("device", ["cpu", "auto"])
+@pytest.mark.parametrize("net", ["discriminator", "generator"])
+def test_corrupt_onnx(bundle_copy, net, device):
+    (bundle_copy / f"onnx/{net}.onnx").write_bytes(b"\x00garbage, not a protobuf\xff" * 100)
+    with pytest.raises(CorrectorError) as info:
+        Corrector.load(bundle_copy, device=device)
+    msg = str(info.value)
+    assert "corrupt" in msg and f"{net}.onnx" in msg and "\n" not in msg
+
+
+def test_swapped_onnx_networks(bundle_copy):
+    d, g = bundle_copy / "onnx/discriminator.onnx", bundle_copy / "onnx/generator.onnx"
+    d_bytes = d.read_bytes()
+    d.write_bytes(g.read_bytes())
+    g.write_bytes(d_bytes)
+    msg = load_error(bundle_copy)
+    assert "discriminator.onnx" in msg and "inputs" in msg
+
+
+def test_bad_similarity_table(bundle_copy):
+    (bundle_copy / "similarity/pinyin.tsv").write_text("not a table row\n", encoding="utf-8")
+    assert "pinyin.tsv" in load_error(bundle_copy)
+
+
+def test_unknown_default_in_manifest(bundle_copy):
+    m = manifest_of(bundle_copy)
+    m["corrector_defaults"] = {"no_such_setting": 1}
+    write_manifest(bundle_copy, m)
+    assert "no_such_setting" in load_error(bundle_copy)
+
+
+@pytest.mark.parametrize(("settings", "word"), [
+    ({"threshold": 2.0}, "threshold"), ({"top_k": 0}, "top_k"), ({"max_edits": -1}, "max_edits"),
+    ({"confusions": [("汽车", "气")]}, "single characters"), ({"bogus": 1}, "bogus"),
+])
+def test_bad_settings(tiny_bundle, settings, word):
+    assert word in load_error(tiny_bundle, **settings)
+
+
+def test_device_cuda_loads_or_says_why(tiny_bundle):
+    try:
+        fix = Corrector.load(tiny_bundle, device="cuda")
+    except CorrectorError as e:
+        assert "CUDA" in str(e)
+    else:
+        assert fix.networks.provider == "CUDAExecutionProvider"
+
+
+def test_auto_device_prints_nothing(tiny_bundle):
+    """Probing for CUDA on a machine without it must not spam the log."""
+    code = f"from corrector import Corrector; Corrector.load({str(tiny_bundle)!r}, device='auto')"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "" and proc.stdout == ""
+
+
+# ---- the default location -----------------------------------------------------------------------
+
+
+def test_default_model_path_env(monkeypatch, tmp_path):
+    monkeypatch.delenv(ENV_MODEL, raising=False)
+    assert default_model_path() == REPO / "data" / "electra_models" / "default"
+    monkeypatch.setenv(ENV_MODEL, str(tmp_path))
+    assert default_model_path() == tmp_path
+
+
+def test_no_default_bundle(monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_MODEL, str(tmp_path / "absent"))
+    with pytest.raises(CorrectorError, match="no model bundle") as info:
+        Corrector.load(device="cpu")
+    assert str(tmp_path / "absent") in str(info.value)
+
+
+def test_default_bundle_from_env(monkeypatch, tiny_bundle):
+    monkeypatch.setenv(ENV_MODEL, str(tiny_bundle))
+    assert Corrector.load(device="cpu").name == "tiny"

@@ -1,0 +1,192 @@
+"""ONNX graphs agree with the torch models they came from; ``python -m corrector export`` round trip."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FORCE_EDITS
+
+from corrector import Corrector
+from corrector.bundle import ONNX_DISCRIMINATOR, ONNX_GENERATOR, VOCAB, sha256_file
+from corrector.runtime import OnnxNetworks
+from corrector.tokenize import build_tokenizer, encode_batch
+
+REPO = Path(__file__).resolve().parents[1]
+SENTENCES = ["今天天汽很好", "我们去公园散步吧，他已经知道自己错了！hello 未来", "中国人民银行在北京。", "", "😀 拨打电话"]
+TOLERANCE = 1e-3
+
+
+def export(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "corrector", "export", *map(str, args)], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for w in words:
+        assert w in lines[0]
+
+
+@pytest.fixture(scope="module")
+def batch(tiny_bundle):
+    """Two padded rows of different lengths (neither is the length the graphs were traced with)."""
+    tok = build_tokenizer(tiny_bundle / VOCAB)
+    encs = encode_batch(tok, ["今天天汽很好", "我们去公园散步吧，他已经知道自己错了！hello 未来中国人民银行北京"], 64)
+    width = max(len(e.ids) for e in encs)
+    ids = np.zeros((len(encs), width), dtype=np.int64)
+    attn = np.zeros_like(ids)
+    for r, e in enumerate(encs):
+        ids[r, : len(e.ids)] = e.ids
+        attn[r, : len(e.ids)] = 1
+    positions = np.array([[1, 3, 5, 6], [2, 9, 17, width - 2]], dtype=np.int64)
+    return ids, attn, positions
+
+
+@pytest.fixture(scope="module")
+def torch_models(tiny_bundle):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    disc = transformers.ElectraForPreTraining.from_pretrained(tiny_bundle / "discriminator", dtype=torch.float32)
+    gen = transformers.ElectraForMaskedLM.from_pretrained(tiny_bundle / "generator", dtype=torch.float32)
+    return disc.eval(), gen.eval()
+
+
+def torch_logits(torch_models, ids, attn, positions) -> tuple[np.ndarray, np.ndarray]:
+    import torch
+
+    disc, gen = torch_models
+    with torch.no_grad():
+        d = disc(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(attn)).logits.numpy()
+        g = gen(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(attn)).logits.numpy()
+    rows = np.arange(len(ids))[:, None]
+    return d, g[rows, positions]
+
+
+def test_onnx_matches_torch(tiny_bundle, torch_models, batch):
+    import onnxruntime as ort
+
+    ids, attn, positions = batch
+    want_d, want_g = torch_logits(torch_models, ids, attn, positions)
+    disc = ort.InferenceSession(str(tiny_bundle / ONNX_DISCRIMINATOR), providers=["CPUExecutionProvider"])
+    gen = ort.InferenceSession(str(tiny_bundle / ONNX_GENERATOR), providers=["CPUExecutionProvider"])
+    (got_d,) = disc.run(None, {"input_ids": ids, "attention_mask": attn})
+    (got_g,) = gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
+    assert got_d.shape == want_d.shape == ids.shape
+    assert got_g.shape == want_g.shape == (*positions.shape, 21128)
+    real = attn.astype(bool)  # padded positions are never read
+    assert np.abs(got_d - want_d)[real].max() <= TOLERANCE
+    assert np.abs(got_g - want_g).max() <= TOLERANCE
+    assert np.ptp(want_d[real]) > 10 * TOLERANCE  # the outputs vary, so agreement means something
+
+
+def test_runtime_turns_logits_into_probabilities(tiny_bundle, torch_models, batch):
+    import torch
+
+    ids, attn, positions = batch
+    want_d, want_g = torch_logits(torch_models, ids, attn, positions)
+    nets = OnnxNetworks(tiny_bundle / ONNX_DISCRIMINATOR, tiny_bundle / ONNX_GENERATOR, device="cpu")
+    real = attn.astype(bool)
+    probs = nets.discriminate(ids, attn)
+    assert np.abs(probs - torch.sigmoid(torch.from_numpy(want_d)).numpy())[real].max() <= TOLERANCE
+    logprobs = nets.generate(ids, attn, positions)
+    assert np.abs(logprobs - torch.log_softmax(torch.from_numpy(want_g), -1).numpy()).max() <= TOLERANCE
+    assert np.allclose(np.exp(logprobs).sum(-1), 1.0, atol=1e-4)
+
+
+def test_onnx_graphs_have_dynamic_axes_and_opset(tiny_bundle):
+    onnx = pytest.importorskip("onnx")
+    for rel, inputs in ((ONNX_DISCRIMINATOR, ["input_ids", "attention_mask"]),
+                        (ONNX_GENERATOR, ["input_ids", "attention_mask", "positions"])):
+        model = onnx.load(str(tiny_bundle / rel))
+        assert max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) >= 17
+        assert [i.name for i in model.graph.input] == inputs
+        for inp in model.graph.input:
+            dims = inp.type.tensor_type.shape.dim
+            assert len(dims) == 2 and all(d.dim_param and not d.dim_value for d in dims), rel
+
+
+def test_export_rejects_a_dir_without_config(tiny_bundle, tmp_path):
+    (tmp_path / "empty").mkdir()
+    proc = export(tmp_path / "empty", tiny_bundle / "generator", tmp_path / "out")
+    one_line_error(proc, "config.json", "empty")
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_rejects_mismatched_vocab(tiny_bundle, tmp_path):
+    gen = Path(shutil.copytree(tiny_bundle / "generator", tmp_path / "generator"))
+    with open(gen / "vocab.txt", "a", encoding="utf-8") as f:
+        f.write("extra\n")
+    one_line_error(export(tiny_bundle / "discriminator", gen, tmp_path / "out"), "vocab.txt", "differs")
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_usage_error(tiny_bundle):
+    proc = export(tiny_bundle / "discriminator")
+    assert proc.returncode == 2 and "usage:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_export_rejects_vocab_of_wrong_size(tiny_bundle, tmp_path):
+    short = "".join((tiny_bundle / VOCAB).read_text(encoding="utf-8").splitlines(keepends=True)[:200])
+    for net in ("discriminator", "generator"):
+        shutil.copytree(tiny_bundle / net, tmp_path / net)
+        (tmp_path / net / "vocab.txt").write_text(short, encoding="utf-8")
+    proc = export(tmp_path / "discriminator", tmp_path / "generator", tmp_path / "out")
+    one_line_error(proc, "200 entries", "21128")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_export_round_trip(tiny_bundle, forced_corrector, tiny_corrector, tmp_path):
+    out = tmp_path / "exported"
+    proc = export(tiny_bundle / "discriminator", tiny_bundle / "generator", out, "--name", "mine")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = [x for x in proc.stdout.splitlines() if "max abs difference" in x]
+    diffs = [float(v) for v in re.findall(r"\d\.\d+e[-+]\d+", line)]
+    assert len(diffs) == 2 and all(0 <= d <= TOLERANCE for d in diffs)
+
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["name"] == "mine"
+    assert manifest["onnx"]["opset"] >= 17
+    assert manifest["vocab_sha256"] == sha256_file(tiny_bundle / VOCAB)
+    assert manifest["provenance"]["source"]["discriminator"] == str(tiny_bundle / "discriminator")
+    assert not out.with_name(out.name + ".partial").exists()
+
+    for original, settings in ((forced_corrector, FORCE_EDITS), (tiny_corrector, {})):
+        fix = Corrector.load(out, device="cpu", **settings)
+        assert fix.name == "mine"
+        for a, b in zip(fix.correct_batch(SENTENCES), original.correct_batch(SENTENCES)):
+            assert a.target == b.target
+            assert [(e.position, e.target, e.reason) for e in a.edits] == \
+                [(e.position, e.target, e.reason) for e in b.edits]
+            assert [e.confidence for e in a.edits] == pytest.approx([e.confidence for e in b.edits], abs=1e-3)
+    assert any(c.edits for c in forced_corrector.correct_batch(SENTENCES))
+
+
+@pytest.mark.slow
+def test_export_fails_cleanly_past_tolerance(tiny_bundle, tmp_path, monkeypatch, capsys):
+    """An export whose ONNX disagrees with torch exits 1 with one line and leaves nothing behind."""
+    pytest.importorskip("torch")
+    import training.onnx_export
+    from corrector.cli import main
+
+    monkeypatch.setattr(training.onnx_export, "TOLERANCE", -1.0)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as info:
+        main(["export", str(tiny_bundle / "discriminator"), str(tiny_bundle / "generator"), str(out)])
+    assert info.value.code == 1
+    err = capsys.readouterr().err.strip("\n").split("\n")
+    assert len(err) == 1 and err[0].startswith("error: ONNX output differs from torch")
+    assert not out.exists() and not out.with_name("out.partial").exists()

@@ -1,0 +1,150 @@
+"""Output invariants over many generated inputs, on the tiny bundle with settings that force edits.
+
+Whatever the input, the output has its length, every non-CJK character comes back unchanged, and the
+only characters that differ are the ones the edits name.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import SAMPLE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corrector import Correction
+from corrector.text import is_cjk
+
+TRADITIONAL = "氣國們說話這時來會車電體學麼與為後點認識經濟發現問題東關門開"
+ASCII = "".join(chr(c) for c in range(32, 127))
+WHITESPACE = " \t\r\n\x0b\x0c\u3000\u00a0\u2028\u2029\u200b"
+PUNCTUATION = "，。！？；：、“”‘’「」『』（）《》—·～"
+FULL_WIDTH = "ＡＢＣａｂｃ０１２！＂＃％＆＊＋－／＜＝＞＠［］＾＿｛｜｝"
+EMOJI = ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇨🇳", "❤️", "🀄"]
+SCRIPTS = "あいうアイウｱｲｳ한국어ㄱالعربيةעבריתΩωЖжéñ"
+MARKS = "\u200f\u200e\u202e\u202c\u2067\u2069\ufeff\u0301\u20dd\ufe0f\U000e0100"  # RTL, BOM, combining, VS
+CONTROL = "\x00\x01\x07\x08\x1b\x7f\x85\x9f"
+SURROGATES = "\ud800\udbff\udc00\udfff"
+ODD = "\ufffd\ue000\uffff\U0010fffd⺀⼀〇\U00020000\U0003134a"  # replacement, private use, radicals, rare Han
+EXPANDING = "㍿…ﷺ豈"  # NFKC turns each into several tokens or another character
+
+NON_CJK_POOL = list(ASCII + WHITESPACE + PUNCTUATION + FULL_WIDTH + SCRIPTS + MARKS + CONTROL + SURROGATES) + EMOJI
+
+# Pieces, not characters: emoji sequences stay whole. In-vocab Han dominates, so edits really happen.
+PIECE = st.one_of(
+    st.sampled_from(SAMPLE),
+    st.sampled_from(SAMPLE),
+    st.sampled_from(TRADITIONAL),
+    st.sampled_from(NON_CJK_POOL),
+    st.sampled_from(ODD + EXPANDING),
+    st.characters(),
+)
+TEXT = st.lists(PIECE, max_size=150).map("".join)
+PLAIN_TEXT = st.lists(st.sampled_from(list(SAMPLE + TRADITIONAL + ASCII + PUNCTUATION + "😀\t\r\n")), max_size=150
+                      ).map("".join)
+
+
+def check_invariants(text: str, c: Correction) -> None:
+    assert c.source == text
+    assert len(c.target) == len(text)
+    positions = [e.position for e in c.edits]
+    assert positions == sorted(set(positions))
+    assert [i for i, (a, b) in enumerate(zip(text, c.target)) if a != b] == positions
+    for i, ch in enumerate(text):
+        if not is_cjk(ch):
+            assert c.target[i] == ch
+    for e in c.edits:
+        assert 0 <= e.position < len(text)
+        assert e.source == text[e.position]
+        assert e.target != e.source
+        assert len(e.source) == len(e.target) == 1 and is_cjk(e.source) and is_cjk(e.target)
+        assert e.source in SAMPLE  # only in-vocab characters are ever editable
+        assert 0.0 <= e.confidence <= 1.0
+        assert e.reason in ("pinyin", "shape", "other")
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_invariants_on_any_text(forced_corrector, text):
+    check_invariants(text, forced_corrector.correct(text))
+
+
+@settings(max_examples=150, deadline=None)
+@given(PLAIN_TEXT)
+def test_every_in_vocab_character_is_edited(forced_corrector, text):
+    """Not vacuous: with forced settings each in-vocab Han character is edited, nothing else is."""
+    c = forced_corrector.correct(text)
+    check_invariants(text, c)
+    assert [e.position for e in c.edits] == [i for i, ch in enumerate(text) if ch in SAMPLE]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(TEXT, max_size=6))
+def test_batch_invariants(forced_corrector, texts):
+    out = forced_corrector.correct_batch(texts)
+    assert len(out) == len(texts)
+    for text, c in zip(texts, out):
+        check_invariants(text, c)
+    if texts:
+        assert forced_corrector.correct(texts[0]) == forced_corrector.correct_batch(texts[:1])[0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_protected_words_are_never_edited(forced_corrector, data):
+    text = data.draw(st.lists(st.sampled_from(SAMPLE + "，。 a"), min_size=1, max_size=120).map("".join))
+    start = data.draw(st.integers(0, len(text) - 1))
+    word = text[start : start + data.draw(st.integers(1, 6))]
+    c = forced_corrector.correct(text, protect=[word])
+    check_invariants(text, c)
+    covered = set()
+    at = text.find(word)
+    while at >= 0:
+        covered.update(range(at, at + len(word)))
+        at = text.find(word, at + 1)
+    assert start in covered
+    assert not covered & {e.position for e in c.edits}
+    assert {e.position for e in c.edits} == {i for i, ch in enumerate(text) if ch in SAMPLE} - covered
+
+
+@pytest.mark.parametrize("text", [
+    "", " ", "\n", "\r\n", "\t", "\ud800", "\udfff今", "今\ud800天", "\ud83d\ude00今天",  # a "pair" of lone halves
+    "😀", "今天😀天", "，。", "今", "\x00今\x00", "今\u0301天", "豈今", "㍿今天", "……今天", "\u202e今天\u202c",
+])
+def test_edge_cases(forced_corrector, text):
+    c = forced_corrector.correct(text)
+    check_invariants(text, c)
+    assert {e.position for e in c.edits} == {i for i, ch in enumerate(text) if ch in SAMPLE}
+
+
+def test_traditional_characters(forced_corrector, tiny_corrector):
+    text = "今天天氣很好，我們去公園散步吧。這件事情沒有那麼簡單"
+    for fix in (forced_corrector, tiny_corrector):
+        check_invariants(text, fix.correct(text))
+    c = forced_corrector.correct(text)
+    # out-of-vocab traditional characters are [UNK] to this model, so never touched
+    assert all(c.target[i] == ch for i, ch in enumerate(text) if ch not in SAMPLE)
+    assert {e.position for e in c.edits} == {i for i, ch in enumerate(text) if ch in SAMPLE}
+
+
+def test_hundred_thousand_characters_mostly_not_han(forced_corrector):
+    """Cheap at any length when little is editable; edits far into the text map back to the right place."""
+    text = list(("hello, world! 😀 \u200f\t" * 6000)[:100_000])
+    marks = {10: "今", 31_337: "天", 65_000: "气", 99_999: "好"}
+    for i, ch in marks.items():
+        text[i] = ch
+    text = "".join(text)
+    c = forced_corrector.correct(text)
+    check_invariants(text, c)
+    assert {e.position for e in c.edits} == set(marks)
+
+
+@pytest.mark.slow
+def test_hundred_thousand_characters(tiny_corrector):
+    rng = random.Random(0)
+    pool = list(SAMPLE * 4 + TRADITIONAL + "，。！？\n Hello\t\ud800") + EMOJI
+    text = "".join(rng.choices(pool, k=100_000))
+    c = tiny_corrector.correct(text)
+    check_invariants(text, c)
+    assert c.edits and max(e.position for e in c.edits) > 90_000
