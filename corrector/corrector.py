@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from bisect import bisect_right
 from collections import defaultdict
@@ -151,8 +152,8 @@ class Corrector:
 
     def _propose(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> None:
         todo = [c for c in chunks if c.suspects]
-        for start in range(0, len(todo), cfg.batch_size):
-            batch = todo[start : start + cfg.batch_size]
+        for idx in _length_batches([len(c.enc.ids) for c in todo], cfg.batch_size):
+            batch = [todo[i] for i in idx]
             lps = self._generator_logprobs(batch, [c.suspects for c in batch], cfg, cfg.batch_size)
             for ch, rows in zip(batch, lps):
                 assert ch.probs is not None
@@ -194,9 +195,7 @@ class Corrector:
     def _discriminate(self, seqs: list[list[int]], batch_size: int) -> list[np.ndarray]:
         """RTD probabilities per sequence, batched by length so little padding is computed."""
         out: list[np.ndarray | None] = [None] * len(seqs)
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-        for s in range(0, len(order), batch_size):
-            idx = order[s : s + batch_size]
+        for idx in _length_batches([len(s) for s in seqs], batch_size):
             ids, attn = _pad([seqs[i] for i in idx])
             probs = self.networks.discriminate(ids, attn)
             for row, i in enumerate(idx):
@@ -236,6 +235,24 @@ class Corrector:
         return {b for a, b in cfg.confusions if a == source}
 
 
+def _length_batches(lengths: list[int], batch_size: int, max_padding: float = 0.25) -> list[list[int]]:
+    """Indices in length order, cut into batches of at most ``batch_size`` whose padding stays under
+    ``max_padding`` of the real tokens: one long chunk no longer pads thirty short ones to its length."""
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        n = lengths[i]  # the longest so far: every row of the batch is padded to it
+        if cur and (len(cur) >= batch_size or n * (len(cur) + 1) > (1 + max_padding) * (tokens + n)):
+            batches.append(cur)
+            cur, tokens = [], 0
+        cur.append(i)
+        tokens += n
+    if cur:
+        batches.append(cur)
+    return batches
+
+
 def _pad(seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     width = max(len(s) for s in seqs)
     ids = np.zeros((len(seqs), width), dtype=np.int64)
@@ -272,6 +289,7 @@ def _protected_positions(text: str, words: tuple[str, ...], dictionary_words: bo
     if dictionary_words and text:
         import jieba
 
+        jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict" chatter on stderr
         pos = 0
         for w in jieba.lcut(text, HMM=False):
             if len(w) > 1:

@@ -2,11 +2,14 @@
 
     python -m training.evaluate --data ../shared/data/csc/sighan15_test.tsv --model data/electra_models/default
     python -m training.evaluate --data runs/csc/dev.tsv --model DIR --sweep --choose runs/defaults.json
+    python -m training.evaluate --data runs/csc/dev.tsv --model DIR --sweep \
+        --grid mask_suspects=true,false sim_weight=1,2,4 --choose runs/defaults.json
 
 Prints SIGHAN strict sentence-level detection/correction P/R/F1, character-level P/R/F1, the
 false-positive rate on error-free sentences and sentences/s; writes a JSON report. ``--sweep``
-varies the detection threshold and draws a precision-recall plot; ``--choose`` writes the
-threshold with the best sentence correction F1 (pick it on a dev split, never on the test).
+varies the detection threshold and draws a precision-recall plot (``--grid`` adds other settings
+to the search); ``--choose`` writes the settings with the best sentence correction F1 (pick them
+on a dev split, never on the test).
 """
 
 from __future__ import annotations
@@ -74,6 +77,16 @@ def parse_settings(items: list[str]) -> dict:
     return out
 
 
+def grid_combinations(items: list[str]) -> list[dict]:
+    """["a=1,2", "b=x"] -> [{"a": 1, "b": "x"}, {"a": 2, "b": "x"}]; [] -> [{}]."""
+    combos: list[dict] = [{}]
+    for item in items:
+        key, _, values = item.partition("=")
+        parsed = [parse_settings([f"{key}={v}"])[key] for v in values.split(",")]
+        combos = [{**c, key: v} for c in combos for v in parsed]
+    return combos
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, required=True, help="source<TAB>target file")
@@ -84,6 +97,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--sweep", action="store_true", help="vary the threshold; plot precision-recall")
+    ap.add_argument("--grid", nargs="*", default=[], metavar="KEY=V1,V2",
+                    help="with --sweep: also search these settings (every combination)")
     ap.add_argument("--choose", type=Path, help="with --sweep: write the best threshold (+ --set) as JSON")
     ap.add_argument("--max-fpr", type=float, default=1.0, help="with --choose: only thresholds under this FPR")
     ap.add_argument("--report", type=Path, help="JSON report path (default: print only)")
@@ -101,21 +116,24 @@ def main(argv: list[str] | None = None) -> None:
                                                    "char_correction", "false_positive_rate")}))
     else:
         rows = []
-        for th in SWEEP:
-            r = {"threshold": th, **run(fixer, pairs, args.batch_size, threshold=th)}
-            rows.append(r)
-            print(f"threshold {th:<5} {summary_line(r)}")
+        for combo in grid_combinations(args.grid):
+            variant = Corrector.load(args.model, device=args.device, **{**settings, **combo}) if combo else fixer
+            for th in SWEEP:
+                r = {"threshold": th, "settings": combo, **run(variant, pairs, args.batch_size, threshold=th)}
+                rows.append(r)
+                print(f"{json.dumps(combo) if combo else ''} threshold {th:<5} {summary_line(r)}")
         report = {**meta, "sweep": rows}
         ok = [r for r in rows if r["false_positive_rate"] <= args.max_fpr] or rows
         best = max(ok, key=lambda r: (r["sentence_correction"]["f1"], r["threshold"]))
-        report["best"] = {"threshold": best["threshold"], "sentence_correction_f1": best["sentence_correction"]["f1"]}
-        print(f"best threshold on {args.data.name}: {best['threshold']} "
+        chosen = {**settings, **best["settings"], "threshold": best["threshold"]}
+        report["best"] = {"settings": chosen, "sentence_correction_f1": best["sentence_correction"]["f1"]}
+        print(f"best on {args.data.name}: {json.dumps(chosen)} "
               f"(sentence correction F1 {best['sentence_correction']['f1']:.3f})")
         if args.plot:
-            plot_sweep(rows, args.plot, f"{fixer.name} on {args.data.name}")
+            plot_sweep([r for r in rows if r["settings"] == best["settings"]], args.plot,
+                       f"{fixer.name} on {args.data.name}")
         if args.choose:
-            args.choose.write_text(json.dumps({**settings, "threshold": best["threshold"]}, indent=2) + "\n",
-                                   encoding="utf-8")
+            args.choose.write_text(json.dumps(chosen, indent=2) + "\n", encoding="utf-8")
     if args.report:
         args.report.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 

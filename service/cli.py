@@ -1,0 +1,122 @@
+"""``python -m service``: start the HTTP service under uvicorn.
+
+    python -m service --host 127.0.0.1 --port 8000 --model data/electra_models/default
+    CSC_MODEL_DIR=... CSC_MAX_BATCH_SIZE=64 python -m service          # every flag has a CSC_* variable
+
+Flags win over environment variables, which win over the defaults in ``service/settings.py``.
+SIGTERM or Ctrl-C shut down gracefully: no new connections, requests in flight finish (up to
+--shutdown-timeout seconds), queued batches drain, then the process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from .settings import ENV_PREFIX, ServiceSettings
+
+# flag destination -> settings field, for the flags whose names differ
+FIELD_OF = {"model": "model_dir", "no_batching": "batching", "request_timeout": "request_timeout_s",
+            "shutdown_timeout": "shutdown_timeout_s"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m service",
+        description="Serve Chinese spelling correction over HTTP (POST /correct, GET /, /health, /ready, "
+                    f"/metrics, /docs). Every option can also be set as an environment variable {ENV_PREFIX}NAME.",
+    )
+    s = ap.add_argument_group("server")
+    s.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for all interfaces)")
+    s.add_argument("--port", type=int, help="port (default 8000)")
+    s.add_argument("--workers", type=int, help="processes, each with its own model and /metrics (default 1)")
+    s.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+    s.add_argument("--no-access-log", dest="access_log", action="store_const", const=False,
+                   help="do not log every request")
+    s.add_argument("--shutdown-timeout", type=float, metavar="S", help="grace period for requests in flight (default 8)")
+    m = ap.add_argument_group("model")
+    m.add_argument("--model", "-m", metavar="DIR",
+                   help="model bundle directory (default: $CORRECTOR_MODEL or data/electra_models/default)")
+    m.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto = CUDA when usable, else CPU")
+    m.add_argument("--threads", type=int, help="ONNX Runtime threads per session (0 = its default)")
+    m.add_argument("--corrector-settings", metavar="JSON",
+                   help='decoding settings for every request, e.g. \'{"protect_dictionary_words": true}\'')
+    b = ap.add_argument_group("micro-batching")
+    b.add_argument("--no-batching", action="store_const", const=False,
+                   help="one model call per request instead of gathering concurrent requests")
+    b.add_argument("--max-batch-size", type=int, metavar="N", help="texts per model call (default 32)")
+    b.add_argument("--max-wait-ms", type=float, metavar="MS", help="how long a request waits for company (default 5)")
+    b.add_argument("--max-concurrent-batches", type=int, metavar="N", help="model calls running at once (default 1)")
+    lim = ap.add_argument_group("limits")
+    lim.add_argument("--max-text-chars", type=int, metavar="N", help="characters per text (default 20000)")
+    lim.add_argument("--max-request-chars", type=int, metavar="N", help="characters per request (default 100000)")
+    lim.add_argument("--max-texts", type=int, metavar="N", help="texts per request (default 64)")
+    lim.add_argument("--max-body-bytes", type=int, metavar="N", help="request body size (default 2 MiB)")
+    lim.add_argument("--request-timeout", type=float, metavar="S", help="per-request time limit, then 504 (default 30)")
+    return ap
+
+
+def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
+    overrides: dict[str, Any] = {}
+    for dest, value in vars(args).items():
+        if value is not None:
+            overrides[FIELD_OF.get(dest, dest)] = value
+    return ServiceSettings(**overrides)
+
+
+def export_to_env(settings: ServiceSettings) -> None:
+    """Worker processes (--workers > 1) rebuild the settings from CSC_* variables."""
+    for name, value in settings.model_dump(mode="json").items():
+        if value is None:
+            continue
+        text = json.dumps(value) if isinstance(value, (dict, list, bool)) else str(value)
+        os.environ[f"{ENV_PREFIX}{name.upper()}"] = text
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging setup plus our loggers, so every worker process logs the same way."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for name in ("service", "corrector"):
+        config["loggers"][name] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    return config
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+    except (ValidationError, ValueError) as e:
+        sys.stderr.write(f"error: invalid settings: {e}\n")
+        sys.exit(2)
+    from corrector.bundle import Bundle
+    from corrector.corrector import default_model_path
+    from corrector.types import CorrectorError
+
+    try:  # fail fast with one line, before uvicorn starts and logs a lifespan traceback
+        Bundle.load(settings.model_dir or default_model_path())
+    except CorrectorError as e:
+        sys.stderr.write(f"error: {e}\n")
+        sys.exit(2)
+    import uvicorn
+
+    common: dict[str, Any] = {
+        "host": settings.host, "port": settings.port, "log_level": settings.log_level,
+        "log_config": log_config(settings.log_level),
+        "access_log": settings.access_log, "timeout_graceful_shutdown": max(1, round(settings.shutdown_timeout_s)),
+        "proxy_headers": False, "server_header": False,
+    }
+    if settings.workers > 1:
+        export_to_env(settings)
+        uvicorn.run("service.app:create_app", factory=True, workers=settings.workers, **common)
+    else:
+        from .app import create_app
+
+        uvicorn.run(create_app(settings), **common)

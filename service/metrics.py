@@ -1,0 +1,92 @@
+"""Prometheus metrics in a registry of the app's own (never the global one), and the ASGI middleware
+that counts every response, including those that never reach a route (413, 404)."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+ERROR_KINDS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large",
+               415: "unsupported_media_type", 422: "validation", 500: "internal", 503: "not_ready", 504: "timeout"}
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("csc_http_requests", "HTTP requests by route, method and status code",
+                                ["route", "method", "status"], registry=r)
+        self.latency = Histogram("csc_http_request_duration_seconds", "HTTP request latency by route",
+                                 ["route"], buckets=LATENCY_BUCKETS, registry=r)
+        self.errors = Counter("csc_http_errors", "Error responses (status >= 400) by route and kind",
+                              ["route", "kind"], registry=r)
+        self.in_flight = Gauge("csc_http_requests_in_flight", "HTTP requests being handled", registry=r)
+        self.batch_size = Histogram("csc_batch_size", "Texts per correct_batch model call",
+                                    buckets=BATCH_BUCKETS, registry=r)
+        self.texts = Counter("csc_texts", "Texts corrected", registry=r)
+        self.chars = Counter("csc_chars", "Characters corrected", registry=r)
+        self.model_errors = Counter("csc_model_errors", "correct_batch calls that raised", registry=r)
+        self.model_info = Gauge("csc_model_info", "The loaded model (value 1)", ["name", "version", "provider"],
+                                registry=r)
+
+    def observe_batch(self, size: int) -> None:
+        self.batch_size.observe(size)
+
+    def render(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def route_label(scope: Scope, known: frozenset[str] = frozenset()) -> str:
+    """The route template, never an arbitrary raw path, so labels stay few."""
+    path = getattr(scope.get("route"), "path", None)
+    if isinstance(path, str):
+        return path
+    raw = scope.get("path", "")
+    if raw in known:  # answered before routing, e.g. the body-size 413
+        return str(raw)
+    if raw.startswith("/static/"):
+        return "/static"
+    return "unmatched"
+
+
+class MetricsMiddleware:
+    def __init__(self, app: ASGIApp, metrics: Metrics, known_paths: frozenset[str] = frozenset()) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.known_paths = known_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500  # if the app fails before answering, the server answers 500
+        start = time.perf_counter()
+
+        async def send_and_record(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        self.metrics.in_flight.inc()
+        try:
+            await self.app(scope, receive, send_and_record)
+        finally:
+            self.metrics.in_flight.dec()
+            route = route_label(scope, self.known_paths)
+            m = self.metrics
+            m.requests.labels(route, scope["method"], str(status)).inc()
+            m.latency.labels(route).observe(time.perf_counter() - start)
+            if status >= 400:
+                m.errors.labels(route, ERROR_KINDS.get(status, str(status))).inc()

@@ -1,0 +1,103 @@
+"""HTTP routes, one router per concern: correction, operations (health, readiness, metrics), demo page."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import FileResponse, Response
+
+from corrector import CorrectorError
+
+from .batching import ServiceClosing
+from .deps import CorrectorDep, MetricsDep, RunnerDep, SettingsDep
+from .errors import JSONResponse
+from .schemas import (
+    CorrectionOut,
+    CorrectRequest,
+    CorrectResponse,
+    ErrorResponse,
+    HealthResponse,
+    ReadyResponse,
+)
+from .settings import ServiceSettings
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorResponse} for code in codes}
+
+
+correct_router = APIRouter(tags=["correction"])
+ops_router = APIRouter(tags=["operations"])
+demo_router = APIRouter(include_in_schema=False)
+
+
+@correct_router.post("/correct", response_model=CorrectResponse, responses=_errors(400, 413, 422, 503, 504))
+async def correct(body: CorrectRequest, corrector: CorrectorDep, runner: RunnerDep, settings: SettingsDep,
+                  metrics: MetricsDep) -> Response:
+    """Correct one text (``text``) or several (``texts``). Every target has its source's length."""
+    texts = body.items()
+    check_limits(texts, settings)
+    try:
+        results = await asyncio.wait_for(runner.correct(texts, body.options()), settings.request_timeout_s)
+    except asyncio.TimeoutError:
+        raise HTTPException(504, f"the correction took longer than {settings.request_timeout_s:g} s") from None
+    except ServiceClosing:
+        raise HTTPException(503, "the service is shutting down") from None
+    except CorrectorError as e:
+        raise HTTPException(422, str(e)) from None
+    except Exception:
+        metrics.model_errors.inc()
+        raise
+    metrics.texts.inc(len(texts))
+    metrics.chars.inc(sum(map(len, texts)))
+    out = CorrectResponse(model=corrector.name, version=corrector.version,
+                          results=[CorrectionOut.from_correction(c) for c in results])
+    return JSONResponse(out.model_dump())
+
+
+def check_limits(texts: list[str], settings: ServiceSettings) -> None:
+    """413 with a message naming the limit."""
+    if len(texts) > settings.max_texts:
+        raise HTTPException(413, f"{len(texts)} texts in one request; the limit is {settings.max_texts}")
+    for i, t in enumerate(texts):
+        if len(t) > settings.max_text_chars:
+            raise HTTPException(413, f"text {i} has {len(t)} characters; the limit is {settings.max_text_chars}")
+    total = sum(map(len, texts))
+    if total > settings.max_request_chars:
+        raise HTTPException(413, f"the request has {total} characters; the limit is {settings.max_request_chars}")
+
+
+@ops_router.get("/health", response_model=HealthResponse)
+async def health() -> HealthResponse:
+    """The process is up and serving (says nothing about the model)."""
+    return HealthResponse()
+
+
+@ops_router.get("/ready", response_model=ReadyResponse, responses={503: {"model": ReadyResponse}})
+async def ready(request: Request) -> Response:
+    """200 once the model is loaded and the batcher runs; 503 before that and while shutting down."""
+    corrector = request.app.state.corrector
+    if corrector is None or request.app.state.runner is None:
+        return JSONResponse(ReadyResponse(status="not ready").model_dump(), status_code=503,
+                            headers={"Retry-After": "5"})
+    networks = getattr(corrector, "networks", None)
+    return JSONResponse(ReadyResponse(status="ready", model=corrector.name, version=corrector.version,
+                                      provider=getattr(networks, "provider", None)).model_dump())
+
+
+@ops_router.get("/metrics", response_class=Response,
+                responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
+async def metrics_text(metrics: MetricsDep) -> Response:
+    """Prometheus text format: requests, latency, errors, batch sizes, model info."""
+    body, content_type = metrics.render()
+    return Response(body, media_type=content_type)
+
+
+@demo_router.get("/")
+async def demo_page() -> FileResponse:
+    return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")

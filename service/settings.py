@@ -1,0 +1,53 @@
+"""Service settings: environment variables with the ``CSC_`` prefix, or the flags of ``python -m service``.
+
+Nothing here is instantiated at import time; ``create_app()`` and the CLI build a ``ServiceSettings``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "CSC_"
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True, protected_namespaces=())
+
+    # --- model -----------------------------------------------------------------------------------
+    model_dir: Path | None = None  # bundle directory; None = $CORRECTOR_MODEL or data/electra_models/default
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto = CUDA when it really loads, else CPU
+    threads: int = Field(default=0, ge=0)  # ONNX Runtime intra-op threads per session; 0 = its default
+    corrector_settings: dict[str, Any] = Field(default_factory=dict)  # CorrectorConfig overrides, JSON in env
+
+    # --- server (read by the CLI) ---------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    workers: int = Field(default=1, ge=1)  # processes; each loads its own model and has its own /metrics
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    access_log: bool = True  # one log line per request
+    shutdown_timeout_s: float = Field(default=8.0, gt=0)  # graceful shutdown; `docker stop` kills after 10 s
+
+    # --- limits ----------------------------------------------------------------------------------
+    max_text_chars: int = Field(default=20_000, ge=1)  # one text
+    max_request_chars: int = Field(default=100_000, ge=1)  # all texts of one request together
+    max_texts: int = Field(default=64, ge=1)  # texts per request
+    max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1)  # raw request body (JSON escapes make it > chars)
+    request_timeout_s: float = Field(default=30.0, gt=0)  # queueing + model time for one request, then 504
+
+    # --- micro-batching --------------------------------------------------------------------------
+    batching: bool = True  # False = one model call per request
+    max_batch_size: int = Field(default=32, ge=1)  # texts per model call (a larger request still goes alone)
+    max_wait_ms: float = Field(default=5.0, ge=0)  # how long the first request of a batch waits for company
+    max_concurrent_batches: int = Field(default=1, ge=1)  # model calls running at once, each in a worker thread
+
+    @field_validator("corrector_settings", mode="before")
+    @classmethod
+    def _json_object(cls, v: Any) -> Any:
+        if isinstance(v, str):  # flags pass JSON text; the env source already decodes it
+            v = json.loads(v) if v.strip() else {}
+        return v

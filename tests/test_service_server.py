@@ -1,0 +1,103 @@
+"""The real server: ``python -m service`` under uvicorn on 127.0.0.1, driven over HTTP from threads."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from conftest import FORCE_EDITS
+from live_server import REPO, free_port, http, server, stop_gracefully
+
+pytestmark = pytest.mark.slow
+
+
+def metric(text: str, name: str) -> float:
+    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    assert m, f"{name} not in /metrics"
+    return float(m.group(1))
+
+
+def test_concurrent_requests_are_batched_and_answered_correctly(tiny_bundle, forced_corrector, tmp_path):
+    port = free_port()
+    cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port), "--model", str(tiny_bundle),
+           "--device", "cpu", "--max-wait-ms", "30", "--max-batch-size", "16", "--no-access-log",
+           "--corrector-settings", json.dumps(FORCE_EDITS)]
+    texts = [f"今天天汽很好{i}，我们去公园散步吧。" if i % 3 else f"他已经知道自己错了{i}" for i in range(40)]
+    with server(cmd, {}, tmp_path / "server.log", port) as (proc, base):
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda t: http("POST", f"{base}/correct", {"text": t}), texts))
+        status, body = http("POST", f"{base}/correct", {"texts": texts[:3], "threshold": 1.0})
+        assert status == 200 and all(r["edits"] == [] for r in json.loads(body)["results"])
+        scraped = http("GET", f"{base}/metrics")[1].decode()
+        stop_gracefully(proc, tmp_path / "server.log")
+    expected = forced_corrector.correct_batch(texts)
+    for (status, raw), want in zip(answers, expected):
+        assert status == 200
+        got = json.loads(raw)
+        assert got["model"] == "tiny"
+        [result] = got["results"]
+        assert result["source"] == want.source and result["target"] == want.target
+        assert [e["position"] for e in result["edits"]] == [e.position for e in want.edits]
+    calls = metric(scraped, "csc_batch_size_count")
+    singles = metric(scraped, 'csc_batch_size_bucket{le="1.0"}')
+    assert metric(scraped, "csc_batch_size_sum") == len(texts) + 3
+    assert calls < len(texts) and singles < calls, "no batch of more than one text happened"
+    assert metric(scraped, 'csc_http_requests_total{method="POST",route="/correct",status="200"}') == len(texts) + 1
+
+
+def docker_cmd() -> list[str]:
+    """The exec-form CMD of the Dockerfile."""
+    lines = (REPO / "Dockerfile").read_text().splitlines()
+    [cmd] = [json.loads(line.removeprefix("CMD").strip()) for line in lines if line.startswith("CMD ")]
+    return list(cmd)
+
+
+def test_the_docker_command_starts_the_service(tiny_bundle, tmp_path):
+    cmd = docker_cmd()
+    assert cmd == ["python", "-m", "service", "--host", "0.0.0.0", "--port", "8000"]
+    port = free_port()
+    local = [sys.executable if a == "python" else a for a in cmd]
+    local[local.index("0.0.0.0")] = "127.0.0.1"  # loopback only, here
+    local[local.index("8000")] = str(port)
+    env = {"CSC_MODEL_DIR": str(tiny_bundle), "CSC_DEVICE": "cpu"}
+    with server(local, env, tmp_path / "docker-cmd.log", port) as (proc, base):
+        assert http("GET", f"{base}/health") == (200, b'{"status":"ok"}')
+        status, body = http("POST", f"{base}/correct", {"text": "今天天汽很好"})
+        assert status == 200 and len(json.loads(body)["results"][0]["target"]) == 6
+        assert http("GET", f"{base}/")[0] == 200
+        stop_gracefully(proc, tmp_path / "docker-cmd.log")
+
+
+def test_a_missing_model_fails_fast_with_a_message(tmp_path):
+    cmd = [sys.executable, "-m", "service", "--port", str(free_port()), "--model", str(tmp_path / "nope")]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"error: no model bundle at {tmp_path / 'nope'}: directory not found"]
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_bad_flags_are_rejected(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "service", "--max-batch-size", "0"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "max_batch_size" in done.stderr
+
+
+def test_sigterm_lets_the_request_in_flight_finish(tiny_bundle, tmp_path):
+    port = free_port()
+    cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port), "--model", str(tiny_bundle),
+           "--device", "cpu", "--shutdown-timeout", "60"]
+    text = ("今天天汽很好，我们去公园散步吧。" * 1400)[:20000]  # a second or more of work
+    with server(cmd, {}, tmp_path / "server.log", port) as (proc, base), ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(http, "POST", f"{base}/correct", {"text": text}, 120)
+        time.sleep(0.3)
+        assert not pending.done()
+        stop_gracefully(proc, tmp_path / "server.log")
+        status, body = pending.result()
+    assert status == 200 and len(json.loads(body)["results"][0]["target"]) == len(text)
+    with pytest.raises(OSError):  # and nothing listens any more
+        http("GET", f"{base}/health", timeout=2)
