@@ -118,6 +118,14 @@ def dev_metrics(model: CscModel, dev: EncodedPairs, rt: loop.Runtime, threshold:
     return {"dev_det_f1": f1(dp, dr), "dev_cor_p": sp, "dev_cor_r": sr, "dev_cor_f1": f1(sp, sr)}
 
 
+def reinit_discriminator_encoder(disc: ElectraForPreTraining) -> None:
+    """Fresh encoder layers and head; keeps the (generator-trained, shared) embeddings. For a pretrained
+    discriminator whose representations collapsed (every position the same), which fine-tuning cannot undo."""
+    fresh = ElectraForPreTraining(disc.config)
+    disc.electra.encoder.load_state_dict(fresh.electra.encoder.state_dict())
+    disc.discriminator_predictions.load_state_dict(fresh.discriminator_predictions.state_dict())
+
+
 def load_init(init: Path | None, scratch: str | None) -> tuple[ElectraForMaskedLM, ElectraForPreTraining, dict]:
     if scratch:
         gen, disc = build_models(get_config(scratch))
@@ -143,6 +151,10 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace) -> dict:
     if resume:
         cfg = FinetuneConfig(**resume["train_config"])
     gen, disc, init_info = load_init(args.init, args.from_scratch)
+    if args.reinit_discriminator and not resume:
+        torch.manual_seed(cfg.seed)
+        reinit_discriminator_encoder(disc)
+        init_info["discriminator_encoder"] = "re-initialised before fine-tuning (pretrained one had collapsed)"
     model = CscModel(gen, disc).to(rt.device)
     vocab_path = (args.vocab or (args.init / "discriminator" / "vocab.txt" if args.init else None))
     if vocab_path is None or not Path(vocab_path).exists():
@@ -231,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--init", type=Path, help="pretraining run folder with discriminator/ and generator/")
     src.add_argument("--from-scratch", metavar="CONFIG", help="random init of this model config (baseline)")
+    ap.add_argument("--reinit-discriminator", action="store_true",
+                    help="keep the pretrained embeddings but start the discriminator's encoder afresh")
     ap.add_argument("--vocab", type=Path, help="vocab.txt (default: the init discriminator's)")
     ap.add_argument("--train", type=Path, required=True, help="source<TAB>target training pairs")
     ap.add_argument("--dev", type=Path, required=True, help="source<TAB>target dev pairs (model selection)")

@@ -44,9 +44,9 @@ class PretrainConfig:
     seq_len: int = 64  # tokens per training window ([CLS] included); CSC sentences are short
     batch_size: int = 64  # per process, per micro-step
     grad_accum: int = 1
-    lr: float = 1e-3
+    lr: float = 5e-4  # 1e-3 with 500 warmup steps collapsed the discriminator (all positions alike)
     weight_decay: float = 0.01
-    warmup_steps: int = 500
+    warmup_steps: int = 2000
     max_steps: int = 20000  # the schedule's length; a run may stop earlier with --max-minutes
     mask_rate: float = 0.15  # share of tokens the generator must fill (paper: 15% small, 25% large)
     mask_token_prob: float = 0.85  # of the masked tokens, the share shown as [MASK] (rest: unchanged)
