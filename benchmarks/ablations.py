@@ -20,15 +20,20 @@ NO_FILTER = {"min_similarity": 0.0, "min_shape_similarity": 0.0, "sim_weight": 0
 
 
 def decoding_variants(defaults: dict) -> list[tuple[str, dict]]:
+    """Cumulative rows: top-1, + similarity filter, + verification, + jieba protection; then the
+    generator input flipped from the bundle's default."""
     masked = bool(defaults.get("mask_suspects", False))
+    off = {"verify": False, "protect_dictionary_words": False}
+    jieba_default = bool(defaults.get("protect_dictionary_words", False))
     return [
-        ("detector + generator top-1", {**NO_FILTER, "verify": False}),
-        ("+ pinyin/shape filter and ranking", {"verify": False}),
-        ("+ discriminator verification (default)" if defaults.get("verify", True) else
-         "+ discriminator verification", {"verify": True}),
-        (f"generator input {'unmasked' if masked else 'masked'} (default: {'masked' if masked else 'unmasked'})",
-         {"mask_suspects": not masked}),
-        ("+ jieba dictionary-word protection", {"protect_dictionary_words": True}),
+        ("detector + generator top-1", {**NO_FILTER, **off}),
+        ("+ pinyin/shape filter and ranking", off),
+        ("+ discriminator verification" + ("" if jieba_default else " (default)"),
+         {"verify": True, "protect_dictionary_words": False}),
+        ("+ jieba dictionary-word protection" + (" (default)" if jieba_default else ""),
+         {"verify": True, "protect_dictionary_words": True}),
+        (f"default, generator input {'unmasked' if masked else 'masked'} instead of "
+         f"{'masked' if masked else 'unmasked'}", {"mask_suspects": not masked}),
     ]
 
 

@@ -2,7 +2,8 @@
 
     from corrector import Corrector
     fix = Corrector.load()                 # the bundled default model
-    fix.correct("今天天汽很好").target     # '今天天气很好'
+    result = fix.correct("今天天汽很好")
+    result.target, result.edits             # corrected text (same length), Edit(position, source, ...)
 """
 
 from __future__ import annotations
