@@ -123,7 +123,11 @@ class Corrector:
                 cands = self.ranker.candidates(src, lp, cfg, self._custom(src, cfg), filtered=False)[:top_k]
                 rows[ch.start + pos] = CharExplanation(ch.start + pos, src, True, round(float(ch.probs[t]), 4), cands)
         chars = [rows.get(i) or CharExplanation(i, c, False, 0.0, []) for i, c in enumerate(text)]
-        return Explanation(self.correct(text), chars)
+        # finish the same pipeline on these chunks rather than tokenising and detecting again via correct()
+        self._propose(chunks, cfg)
+        if cfg.verify:
+            self._verify(chunks, cfg)
+        return Explanation(self._assemble([text], chunks)[0], chars)
 
     # ---- pipeline steps ---------------------------------------------------------------------------
 
