@@ -3,8 +3,9 @@
     python benchmarks/speed.py --data ../shared/data/csc/sighan15_test.tsv [--model DIR] [--threads 2]
 
 Prints sentences/s for batched correct_batch, per-sentence latency percentiles for correct(), and the
-same for a torch eager loop (discriminator, then generator top-1 at flagged characters, one sentence
-at a time), with the ratio from this one run. Needs the 'train' extra for the torch side.
+same for a torch eager loop (discriminator, then the generator's full output when any character
+scores above the Corrector's threshold, one sentence at a time), with the ratio from this one run.
+``--precision`` picks the float or int8 ONNX graphs. Needs the 'train' extra for the torch side.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ def percentiles(xs: list[float]) -> str:
     return " ".join(f"p{q}={np.percentile(ms, q):.1f}ms" for q in (50, 90, 99))
 
 
-def bench_onnx(model: Path | None, texts: list[str], device: str, threads: int, batch: int) -> dict:
+def bench_onnx(model: Path | None, texts: list[str], device: str, threads: int, batch: int,
+               precision: str = "auto") -> dict:
     from corrector import Corrector
 
-    fix = Corrector.load(model, device=device, threads=threads, batch_size=batch)
+    fix = Corrector.load(model, device=device, threads=threads, batch_size=batch, precision=precision)
     fix.correct_batch(texts[:batch])  # warm-up
     t0 = time.perf_counter()
     for s in range(0, len(texts), batch):
@@ -42,11 +44,11 @@ def bench_onnx(model: Path | None, texts: list[str], device: str, threads: int, 
         t1 = time.perf_counter()
         fix.correct(t)
         lat.append(time.perf_counter() - t1)
-    return {"provider": fix.networks.provider, "batched_sps": batched, "single_sps": len(texts) / sum(lat),
-            "latency": lat}
+    return {"provider": f"{fix.networks.provider}, {fix.networks.precision}", "batched_sps": batched,
+            "single_sps": len(texts) / sum(lat), "latency": lat, "threshold": fix.config.threshold}
 
 
-def bench_torch(model: Path, texts: list[str], threads: int) -> dict:
+def bench_torch(model: Path, texts: list[str], threads: int, threshold: float) -> dict:
     import torch
     from transformers import BertTokenizerFast, ElectraForMaskedLM, ElectraForPreTraining
 
@@ -60,7 +62,7 @@ def bench_torch(model: Path, texts: list[str], threads: int) -> dict:
             t1 = time.perf_counter()
             enc = tok(t, return_tensors="pt", truncation=True, max_length=128)
             p = torch.sigmoid(disc(**enc).logits)[0]
-            if (p > 0.5).any():
+            if (p > threshold).any():
                 gen(**enc).logits[0].argmax(-1)
             lat.append(time.perf_counter() - t1)
     lat = lat[5:]
@@ -75,6 +77,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "int8"],
+                    help="ONNX graphs on CPU (auto = the bundle's recommendation)")
     ap.add_argument("--no-torch", action="store_true", help="skip the transformers baseline")
     args = ap.parse_args()
     from corrector.corrector import default_model_path
@@ -83,11 +87,11 @@ def main() -> None:
     texts = read_sources(args.data, args.limit)
     chars = statistics.mean(len(t) for t in texts)
     print(f"{len(texts)} sentences ({chars:.1f} characters on average), model {model}")
-    onnx = bench_onnx(model, texts, args.device, args.threads, args.batch_size)
+    onnx = bench_onnx(model, texts, args.device, args.threads, args.batch_size, args.precision)
     print(f"Corrector/ONNX ({onnx['provider']}): batched {onnx['batched_sps']:.1f} sent/s; "
           f"one at a time {onnx['single_sps']:.1f} sent/s, {percentiles(onnx['latency'])}")
     if not args.no_torch:
-        naive = bench_torch(model, texts, args.threads)
+        naive = bench_torch(model, texts, args.threads, onnx["threshold"])
         print(f"transformers eager, one at a time: {naive['single_sps']:.1f} sent/s, {percentiles(naive['latency'])}")
         print(f"ratio batched ONNX / naive torch: {onnx['batched_sps'] / naive['single_sps']:.1f}x; "
               f"one-at-a-time ONNX / naive torch: {onnx['single_sps'] / naive['single_sps']:.1f}x")

@@ -7,6 +7,8 @@
       generator/                    Hugging Face ElectraForMaskedLM (config.json, model.safetensors, vocab.txt)
       onnx/discriminator.onnx       input_ids, attention_mask -> logits (B, T)
       onnx/generator.onnx           input_ids, attention_mask, positions (B, P) -> logits (B, P, V)
+      onnx/*.int8.onnx              optional dynamically quantised copies for CPU (manifest "cpu_onnx": "int8"
+                                    makes them the CPU default)
       similarity/pinyin.tsv, similarity/shape.tsv
 """
 
@@ -24,6 +26,8 @@ MANIFEST = "manifest.json"
 VOCAB = "discriminator/vocab.txt"
 ONNX_DISCRIMINATOR = "onnx/discriminator.onnx"
 ONNX_GENERATOR = "onnx/generator.onnx"
+ONNX_INT8 = {ONNX_DISCRIMINATOR: "onnx/discriminator.int8.onnx", ONNX_GENERATOR: "onnx/generator.int8.onnx"}
+PRECISIONS = ("auto", "fp32", "int8")
 SIMILARITY_DIR = "similarity"
 REQUIRED_FILES = (
     "discriminator/config.json",
@@ -72,6 +76,26 @@ class Bundle:
         return self.path / rel
 
     @property
+    def has_int8(self) -> bool:
+        return all((self.path / rel).is_file() for rel in ONNX_INT8.values())
+
+    def onnx_files(self, precision: str) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
+        """(discriminator, generator) ONNX paths for (CUDA, CPU) given "auto", "fp32" or "int8".
+
+        CUDA always gets the float graphs; CPU gets the int8 ones when asked for, or with "auto"
+        when the manifest's ``cpu_onnx`` says they were measured to be as good and faster.
+        """
+        if precision not in PRECISIONS:
+            raise CorrectorError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if precision == "int8" and not self.has_int8:
+            raise CorrectorError(f"model bundle {self.path} has no int8 ONNX files ({ONNX_INT8[ONNX_DISCRIMINATOR]})")
+        fp = (self.file(ONNX_DISCRIMINATOR), self.file(ONNX_GENERATOR))
+        use_int8 = precision == "int8" or (precision == "auto" and self.manifest.get("cpu_onnx") == "int8"
+                                           and self.has_int8)
+        cpu = tuple(self.file(ONNX_INT8[rel]) for rel in (ONNX_DISCRIMINATOR, ONNX_GENERATOR)) if use_int8 else fp
+        return fp, cpu  # type: ignore[return-value]
+
+    @property
     def corrector_defaults(self) -> dict:
         return dict(self.manifest.get("corrector_defaults", {}))
 
@@ -98,6 +122,11 @@ class Bundle:
         for key in ("vocab_sha256", "max_seq_len"):
             if key not in manifest:
                 raise CorrectorError(f"bad model bundle: {mf} has no {key!r}")
+        if manifest.get("cpu_onnx", "fp32") not in ("fp32", "int8"):
+            raise CorrectorError(f"bad model bundle: {mf} has cpu_onnx {manifest['cpu_onnx']!r} (fp32 or int8)")
+        if manifest.get("cpu_onnx") == "int8":
+            manifest = {**manifest, "files": [*manifest.get("files", []),
+                                              *(r for r in ONNX_INT8.values() if r not in manifest.get("files", []))]}
         listed = manifest.get("files", [])
         for rel in (*REQUIRED_FILES, *listed):
             if not (root / rel).is_file():

@@ -42,6 +42,8 @@ def correct_parser() -> argparse.ArgumentParser:
     ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
     ap.add_argument("--batch-size", type=int, help="chunks per model call")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    ap.add_argument("--precision", choices=["auto", "fp32", "int8"], default="auto",
+                    help="CPU graphs: auto (the bundle's recommendation), fp32 or int8-quantised")
     return ap
 
 
@@ -87,7 +89,7 @@ def run_correct(argv: list[str]) -> int:
     for key in ("threshold", "max_edits", "batch_size"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
-    fixer = Corrector.load(args.model, device=args.device, **settings)
+    fixer = Corrector.load(args.model, device=args.device, precision=args.precision, **settings)
 
     out = _open_output(args.output)
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bundle import ONNX_DISCRIMINATOR, ONNX_GENERATOR, SIMILARITY_DIR, Bundle
+from .bundle import SIMILARITY_DIR, Bundle
 from .config import CorrectorConfig
 from .rank import Ranker
 from .runtime import Device, OnnxNetworks
@@ -61,8 +61,12 @@ class Corrector:
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, device: Device = "auto", threads: int = 0,
-             **settings) -> Corrector:
-        """Open a bundle (default: :func:`default_model_path`); ``settings`` override CorrectorConfig."""
+             precision: str = "auto", **settings) -> Corrector:
+        """Open a bundle (default: :func:`default_model_path`); ``settings`` override CorrectorConfig.
+
+        ``precision`` picks the CPU graphs: "fp32", "int8" (the bundle's quantised copies) or "auto"
+        (what the bundle's manifest recommends). CUDA always runs the float graphs.
+        """
         root = Path(path) if path is not None else default_model_path()
         if path is None and not root.exists():
             raise CorrectorError(
@@ -73,7 +77,8 @@ class Corrector:
             config = CorrectorConfig.from_dict({**bundle.corrector_defaults, **settings})
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
-        networks = OnnxNetworks(bundle.file(ONNX_DISCRIMINATOR), bundle.file(ONNX_GENERATOR), device, threads)
+        (disc, gen), cpu_files = bundle.onnx_files(precision)
+        networks = OnnxNetworks(disc, gen, device, threads, cpu_files)
         tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
         return cls(bundle, networks, tables, config)
 

@@ -14,7 +14,8 @@ Device = Literal["auto", "cpu", "cuda"]
 log = logging.getLogger(__name__)
 
 
-def _session(path: Path, device: Device, threads: int):
+def _session(path: Path, device: Device, threads: int, cpu_path: Path | None = None):
+    """A session on CUDA for ``path`` when asked for and usable, else on CPU for ``cpu_path`` (default ``path``)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -29,6 +30,7 @@ def _session(path: Path, device: Device, threads: int):
             return sess
     if device == "cuda":
         raise CorrectorError("--device cuda: the CUDA execution provider is not usable on this machine")
+    path = cpu_path or path
     try:
         return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime raises its own exception types for unreadable models
@@ -53,12 +55,21 @@ def _try_cuda(ort, path: Path, opts):
 
 
 class OnnxNetworks:
-    """One session per network, shared by all threads (``InferenceSession.run`` is thread-safe)."""
+    """One session per network, shared by all threads (``InferenceSession.run`` is thread-safe).
 
-    def __init__(self, discriminator: Path, generator: Path, device: Device = "auto", threads: int = 0):
-        self.disc = _session(discriminator, device, threads)
-        self.gen = _session(generator, device, threads)
+    ``cpu_files`` (discriminator, generator) replace the two graphs when the sessions run on CPU,
+    e.g. int8-quantised copies; CUDA always runs the float graphs.
+    """
+
+    def __init__(self, discriminator: Path, generator: Path, device: Device = "auto", threads: int = 0,
+                 cpu_files: tuple[Path, Path] | None = None):
+        cpu_disc, cpu_gen = cpu_files or (discriminator, generator)
+        self.disc = _session(discriminator, device, threads, cpu_disc)
         self.provider = self.disc.get_providers()[0]
+        on_cpu = self.provider == "CPUExecutionProvider"
+        self.gen = _session(generator, "cpu" if on_cpu else device, threads, cpu_gen)
+        self.files = (cpu_disc, cpu_gen) if on_cpu else (discriminator, generator)
+        self.precision = "int8" if ".int8." in self.files[0].name else "fp32"
         _check_io(self.disc, discriminator, ["input_ids", "attention_mask"])
         _check_io(self.gen, generator, ["input_ids", "attention_mask", "positions"])
 

@@ -35,6 +35,7 @@ def load_corrector(settings: ServiceSettings) -> SupportsCorrectBatch:
 
     try:
         return Corrector.load(settings.model_dir, device=settings.device, threads=settings.threads,
+                              precision=settings.precision,
                               **settings.corrector_settings)
     except CorrectorError as e:
         raise ModelLoadError(f"cannot load the model: {e}") from None
@@ -58,10 +59,12 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
         fixer = corrector if corrector is not None else await asyncio.to_thread(load_corrector, settings)
         runner = make_runner(fixer, settings, metrics)
         await runner.start()
-        provider = str(getattr(getattr(fixer, "networks", None), "provider", "unknown"))
-        metrics.model_info.labels(fixer.name, fixer.version, provider).set(1)
+        networks = getattr(fixer, "networks", None)
+        provider = str(getattr(networks, "provider", "unknown"))
+        precision = str(getattr(networks, "precision", "unknown"))
+        metrics.model_info.labels(fixer.name, fixer.version, provider, precision).set(1)
         app.state.corrector, app.state.runner = fixer, runner
-        log.info("model %s (%s) on %s; micro-batching %s", fixer.name, fixer.version, provider,
+        log.info("model %s (%s) on %s (%s graphs); micro-batching %s", fixer.name, fixer.version, provider, precision,
                  f"on (max {settings.max_batch_size} texts, {settings.max_wait_ms:g} ms)" if settings.batching
                  else "off")
         try:

@@ -37,7 +37,7 @@ class Metrics:
         self.texts = Counter("csc_texts", "Texts corrected", registry=r)
         self.chars = Counter("csc_chars", "Characters corrected", registry=r)
         self.model_errors = Counter("csc_model_errors", "correct_batch calls that raised", registry=r)
-        self.model_info = Gauge("csc_model_info", "The loaded model (value 1)", ["name", "version", "provider"],
+        self.model_info = Gauge("csc_model_info", "The loaded model (value 1)", ["name", "version", "provider", "precision"],
                                 registry=r)
 
     def observe_batch(self, size: int) -> None:

@@ -87,7 +87,8 @@ async def ready(request: Request) -> Response:
                             headers={"Retry-After": "5"})
     networks = getattr(corrector, "networks", None)
     return JSONResponse(ReadyResponse(status="ready", model=corrector.name, version=corrector.version,
-                                      provider=getattr(networks, "provider", None)).model_dump())
+                                      provider=getattr(networks, "provider", None),
+                                      precision=getattr(networks, "precision", None)).model_dump())
 
 
 @ops_router.get("/metrics", response_class=Response,

@@ -108,3 +108,4 @@ class ReadyResponse(BaseModel):
     model: str | None = None
     version: str | None = None
     provider: str | None = Field(default=None, description="ONNX Runtime execution provider in use")
+    precision: str | None = Field(default=None, description="ONNX graphs in use: fp32 or int8")

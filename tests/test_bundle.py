@@ -228,3 +228,50 @@ def test_no_default_bundle(monkeypatch, tmp_path):
 def test_default_bundle_from_env(monkeypatch, tiny_bundle):
     monkeypatch.setenv(ENV_MODEL, str(tiny_bundle))
     assert Corrector.load(device="cpu").name == "tiny"
+
+
+# ---- int8 graphs for CPU ------------------------------------------------------------------------
+
+
+def test_export_writes_int8_copies_and_measures_their_drift(tiny_bundle):
+    m = manifest_of(tiny_bundle)
+    assert {"onnx/discriminator.int8.onnx", "onnx/generator.int8.onnx"} <= set(m["files"])
+    drift = m["onnx"]["int8_vs_fp32"]
+    assert 0.0 <= drift["discriminator_max_prob_diff"] <= 1.0
+    assert 0.0 <= drift["generator_top1_agreement"] <= 1.0
+    assert m["cpu_onnx"] == "fp32"
+    assert (tiny_bundle / "onnx/generator.int8.onnx").stat().st_size < (tiny_bundle / "onnx/generator.onnx").stat().st_size
+
+
+def test_precision_picks_the_cpu_graphs(bundle_copy):
+    assert Corrector.load(bundle_copy, device="cpu").networks.precision == "fp32"  # manifest says fp32
+    fix = Corrector.load(bundle_copy, device="cpu", precision="int8")
+    assert fix.networks.precision == "int8" and fix.networks.files[0].name == "discriminator.int8.onnx"
+    text = "今天天汽很好，hello！"
+    assert len(fix.correct(text).target) == len(text)
+    m = manifest_of(bundle_copy)
+    m["cpu_onnx"] = "int8"
+    write_manifest(bundle_copy, m)
+    assert Corrector.load(bundle_copy, device="cpu").networks.precision == "int8"
+    assert Corrector.load(bundle_copy, device="cpu", precision="fp32").networks.precision == "fp32"
+
+
+def test_int8_requested_but_absent(bundle_copy):
+    for name in ("discriminator", "generator"):
+        (bundle_copy / f"onnx/{name}.int8.onnx").unlink()
+    m = manifest_of(bundle_copy)
+    m["files"] = [f for f in m["files"] if ".int8." not in f]
+    write_manifest(bundle_copy, m)
+    assert Corrector.load(bundle_copy, device="cpu").networks.precision == "fp32"
+    assert "no int8 ONNX" in load_error(bundle_copy, precision="int8")
+    m["cpu_onnx"] = "int8"  # a manifest recommending graphs it does not carry
+    write_manifest(bundle_copy, m)
+    assert "missing onnx/discriminator.int8.onnx" in load_error(bundle_copy)
+
+
+def test_bad_precision_values(bundle_copy):
+    assert "precision must be one of" in load_error(bundle_copy, precision="int4")
+    m = manifest_of(bundle_copy)
+    m["cpu_onnx"] = "bf16"
+    write_manifest(bundle_copy, m)
+    assert "cpu_onnx" in load_error(bundle_copy)

@@ -91,6 +91,20 @@ def test_argument_mode_default_settings(tiny_bundle, tiny_corrector):
     assert out == tiny_corrector.correct("今天天汽很好hello").target + "\n"
 
 
+def test_precision_flag(tiny_bundle, forced_bundle, tmp_path):
+    int8 = Corrector.load(forced_bundle, device="cpu", precision="int8")
+    out = ok(cli("今天天汽很好", "--model", forced_bundle, "--device", "cpu", "--precision", "int8"))
+    assert out == int8.correct("今天天汽很好").target + "\n"
+    bare = Path(shutil.copytree(tiny_bundle, tmp_path / "no-int8"))
+    for name in ("discriminator", "generator"):
+        (bare / f"onnx/{name}.int8.onnx").unlink()
+    manifest = json.loads((bare / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"] = [f for f in manifest["files"] if ".int8." not in f]
+    (bare / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    failed(cli("今天", "--model", bare, "--device", "cpu", "--precision", "int8"), "no int8 ONNX")
+    ok(cli("今天", "--model", bare, "--device", "cpu"))
+
+
 def test_input_file(model, forced, tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("\n".join(LINES) + "\n", encoding="utf-8")

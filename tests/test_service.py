@@ -80,7 +80,7 @@ def test_ready_is_503_before_the_model_is_loaded_and_after_shutdown(tiny_bundle)
         r = c.get("/ready")
         assert r.status_code == 200
         assert r.json() == {"status": "ready", "model": "tiny", "version": r.json()["version"],
-                            "provider": "CPUExecutionProvider"}
+                            "provider": "CPUExecutionProvider", "precision": "fp32"}
     assert outside.get("/ready").status_code == 503
 
 
@@ -138,7 +138,7 @@ def test_metrics_count_requests_latency_batches_and_errors(tiny_bundle):
     assert 'csc_http_errors_total{kind="validation",route="/correct"} 1.0' in text
     assert 'csc_http_request_duration_seconds_count{route="/correct"} 4.0' in text
     assert "csc_batch_size_count 3.0" in text and "csc_batch_size_sum 6.0" in text
-    assert re.search(r'csc_model_info\{name="tiny",provider="CPUExecutionProvider",version="[^"]+"\} 1.0', text)
+    assert re.search(r'csc_model_info\{name="tiny",precision="fp32",provider="CPUExecutionProvider",version="[^"]+"\} 1.0', text)
     assert "csc_texts_total 6.0" in text
 
 

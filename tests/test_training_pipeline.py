@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -46,34 +48,81 @@ def test_prepare_writes_bert_layout_vocab_and_shards(prepared):
     assert (prepared / "data" / "train.bin").stat().st_size > 0
 
 
-def test_pipeline_end_to_end(prepared, tmp_path):
-    d = prepared
-    run("-m", "training.pretrain", "--data", str(d / "data"), "--out", str(tmp_path / "pt"), "--config", "debug",
-        "--max-steps", "4", "--batch-size", "4", "--seq-len", "32", "--log-every", "2", "--eval-every", "2")
-    assert (tmp_path / "pt" / "pretrain.png").exists()
-    assert (tmp_path / "pt" / "metrics.jsonl").read_text().count("\n") >= 2
-    run("-m", "training.similarity", "--vocab", str(d / "data" / "vocab.txt"), "--char-freq",
-        str(d / "data" / "char_freq.tsv"), "--out", str(tmp_path / "sim"))
-    run("-m", "training.make_csc_data", "--sentences", str(d / "data" / "sentences.txt"), "--similarity",
-        str(tmp_path / "sim"), "--vocab", str(d / "data" / "vocab.txt"), "--out", str(tmp_path / "csc.tsv"),
-        "--n", "60", "--seed", "1")
-    pairs = [line.split("\t") for line in (tmp_path / "csc.tsv").read_text(encoding="utf-8").splitlines()]
-    assert pairs and all(len(s) == len(t) for s, t in pairs)
-    run("-m", "training.finetune", "--init", str(tmp_path / "pt"), "--train", str(tmp_path / "csc.tsv"),
-        "--dev", str(tmp_path / "csc.tsv"), "--out", str(tmp_path / "ft"), "--max-steps", "4",
-        "--batch-size", "4", "--eval-every", "2", "--log-every", "2")
-    run("-m", "training.export", "--run", str(tmp_path / "ft"), "--similarity", str(tmp_path / "sim"),
-        "--out", str(tmp_path / "bundle"), "--name", "pipeline-test")
+def readme_training_commands() -> list[list[str]]:
+    """The commands of the README's "Train your own model" block, continuation lines joined."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Train your own model", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = []
+    for line in block.replace("\\\n", " ").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            commands.append(shlex.split(line))
+    return commands
+
+
+# Only sizes change for the tiny run; paths, flags and their order are the README's.
+TINY = {
+    "pretrain": {"--config": ["--config", "debug"],
+                 "--max-minutes": ["--max-steps", "4", "--batch-size", "4", "--seq-len", "32", "--eval-every", "2"]},
+    "finetune": {"--max-minutes": ["--max-steps", "4", "--batch-size", "4", "--eval-every", "2"]},
+    "make_csc_data": {"--n": ["--n", "60"], "--holdout": ["--holdout", "5"]},
+}
+
+
+def shrink(cmd: list[str]) -> list[str]:
+    module = cmd[2].removeprefix("training.") if cmd[1:2] == ["-m"] else ""
+    rules, out, i = TINY.get(module, {}), [], 0
+    while i < len(cmd):
+        if cmd[i] in rules:
+            out += rules[cmd[i]]
+            i += 2
+        else:
+            out.append(cmd[i])
+            i += 1
+    return out
+
+
+def test_readme_training_commands_run_as_written(tmp_path):
+    """The README's training block, in order, from a checkout with ../shared/data beside it (a tiny one)."""
+    repo, data = tmp_path / "checkout", tmp_path / "shared" / "data"
+    repo.mkdir()
+    (data / "corpus").mkdir(parents=True)
+    (data / "csc").mkdir()
+    with gzip.open(data / "corpus" / "tiny.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(CORPUS) + "\n")
+    pairs = "".join(f"{s.replace(a, b, 1)}\t{s}\n" for s in CORPUS[:5] for a, b in (("天", "添"), ("的", "地")))
+    for name in ("sighan_train.tsv", "csc_hard_train.tsv", "sighan15_test.tsv"):
+        (data / "csc" / name).write_text(pairs * 2, encoding="utf-8")
+    commands = readme_training_commands()
+    modules = [c[2] for c in commands]
+    assert modules == ["training.prepare", "training.similarity", "training.pretrain", "training.make_csc_data",
+                       "training.finetune", "training.export", "training.evaluate", "training.export",
+                       "training.evaluate"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for cmd in commands:
+        assert cmd[0] == "python"
+        res = subprocess.run([sys.executable, *shrink(cmd)[1:]], cwd=repo, capture_output=True, text=True, env=env,
+                             timeout=600)
+        assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr[-3000:]}"
+    runs = repo / "runs"
+    assert (runs / "pretrain" / "pretrain.png").exists()
+    assert (runs / "pretrain" / "metrics.jsonl").read_text().count("\n") >= 2
+    train_pairs = [line.split("\t") for line in (runs / "csc" / "train.tsv").read_text(encoding="utf-8").splitlines()]
+    assert train_pairs and all(len(s) == len(t) for s, t in train_pairs)
+    assert len((runs / "csc" / "dev.tsv").read_text(encoding="utf-8").splitlines()) == 5
+    assert "threshold" in json.loads((runs / "defaults.json").read_text(encoding="utf-8"))
+    report = json.loads((runs / "sighan15.json").read_text(encoding="utf-8"))
+    assert 0.0 <= report["sentence_correction"]["f1"] <= 1.0
+
     from corrector import Corrector
 
-    fixer = Corrector.load(tmp_path / "bundle", device="cpu")
+    fixer = Corrector.load(runs / "bundle", device="cpu")
     text = "今天天汽很好，hello！"
     out = fixer.correct(text)
     assert len(out.target) == len(text) and out.target.endswith("，hello！")
-    assert fixer.name == "pipeline-test"
+    assert fixer.name == "bundle"
     assert fixer.bundle.manifest["provenance"]["pretraining"]["tokens_seen"] > 0
-    res = run("-m", "training.evaluate", "--data", str(tmp_path / "csc.tsv"), "--model", str(tmp_path / "bundle"))
-    assert "sent cor P/R/F1" in res.stdout
+    assert fixer.bundle.corrector_defaults["threshold"] == report["threshold"]
 
 
 def _weights(run_dir: Path) -> dict[str, torch.Tensor]:

@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="corrector settings, e.g. threshold=0.6 verify=false mask_suspects=true")
     ap.add_argument("--limit", type=int, default=0, help="evaluate the first N pairs only")
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "int8"],
+                    help="CPU graphs: the bundle's recommendation (auto), float or int8-quantised")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--sweep", action="store_true", help="vary the threshold; plot precision-recall")
     ap.add_argument("--grid", nargs="*", default=[], metavar="KEY=V1,V2",
@@ -107,8 +109,9 @@ def main(argv: list[str] | None = None) -> None:
 
     pairs = read_pairs(args.data, args.limit)
     settings = parse_settings(args.set)
-    fixer = Corrector.load(args.model, device=args.device, **settings)
-    meta = {"data": str(args.data), "model": fixer.name, "model_version": fixer.version, "settings": settings}
+    fixer = Corrector.load(args.model, device=args.device, precision=args.precision, **settings)
+    meta = {"data": str(args.data), "model": fixer.name, "model_version": fixer.version, "settings": settings,
+            "onnx": fixer.networks.precision}
     if not args.sweep:
         report = {**meta, "threshold": fixer.config.threshold, **run(fixer, pairs, args.batch_size)}
         print(summary_line(report))
@@ -117,7 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         rows = []
         for combo in grid_combinations(args.grid):
-            variant = Corrector.load(args.model, device=args.device, **{**settings, **combo}) if combo else fixer
+            variant = (Corrector.load(args.model, device=args.device, precision=args.precision, **{**settings, **combo})
+                       if combo else fixer)
             for th in SWEEP:
                 r = {"threshold": th, "settings": combo, **run(variant, pairs, args.batch_size, threshold=th)}
                 rows.append(r)

@@ -22,7 +22,7 @@ from corrector.bundle import FORMAT_VERSION, MANIFEST, SIMILARITY_DIR, VOCAB, sh
 from corrector.tokenize import read_vocab_list
 from corrector.types import CorrectorError
 
-from .onnx_export import OPSET, export_pair
+from .onnx_export import OPSET, export_pair, quantize_pair
 
 
 def load_pair(disc_dir: Path, gen_dir: Path):
@@ -50,8 +50,12 @@ def load_pair(disc_dir: Path, gen_dir: Path):
 def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Path | None = None,
                  char_freq: dict[str, int] | None = None, provenance: dict | None = None,
                  metrics: dict | None = None, corrector_defaults: dict | None = None,
-                 max_seq_len: int | None = None, half: bool = True) -> dict:
-    """Save both networks (fp16 safetensors by default), ONNX (checked against torch), tables, manifest."""
+                 max_seq_len: int | None = None, half: bool = True, int8: bool = True,
+                 cpu_onnx: str = "fp32") -> dict:
+    """Save both networks (fp16 safetensors by default), ONNX (checked against torch) and its int8 copies,
+    tables, manifest. ``cpu_onnx="int8"`` makes the int8 graphs the CPU default (measure F1 and speed first)."""
+    if cpu_onnx not in ("fp32", "int8") or (cpu_onnx == "int8" and not int8):
+        raise ValueError(f"cpu_onnx must be 'fp32' or 'int8' (with int8 graphs written), got {cpu_onnx!r}")
     out = Path(out)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -66,6 +70,10 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
             model.float()
             shutil.copyfile(vocab, tmp / sub / "vocab.txt")
         diffs = export_pair(disc, gen, tmp / "onnx")
+        onnx_info: dict = {"opset": OPSET, "max_abs_diff_vs_torch": diffs}
+        if int8:
+            onnx_info["int8_vs_fp32"] = quantize_pair(tmp / "onnx", disc.config.vocab_size,
+                                                      min(37, disc.config.max_position_embeddings))
         if similarity is not None:
             shutil.copytree(similarity, tmp / SIMILARITY_DIR)
         else:
@@ -81,7 +89,8 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
             "vocab_sha256": sha256_file(tmp / VOCAB),
             "vocab_size": disc.config.vocab_size,
             "max_seq_len": seq,
-            "onnx": {"opset": OPSET, "max_abs_diff_vs_torch": diffs},
+            "onnx": onnx_info,
+            "cpu_onnx": cpu_onnx,
             "provenance": provenance or {},
             "metrics": metrics or {},
             "corrector_defaults": corrector_defaults or {},
@@ -115,6 +124,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--metrics", type=Path, default=None, help="JSON report(s) from training.evaluate to embed")
     ap.add_argument("--defaults", type=Path, default=None, help="JSON of tuned corrector settings to embed")
     ap.add_argument("--full-precision", action="store_true", help="keep fp32 safetensors (default fp16)")
+    ap.add_argument("--no-int8", dest="int8", action="store_false", help="skip the int8-quantised ONNX copies")
+    ap.add_argument("--cpu-onnx", choices=["fp32", "int8"], default="fp32",
+                    help="graphs the Corrector runs on CPU by default (int8 only after measuring its F1 and speed)")
     args = ap.parse_args(argv)
     disc, gen, vocab = load_pair(args.run / "discriminator", args.run / "generator")
     prov_file = args.run / "provenance.json"
@@ -123,9 +135,11 @@ def main(argv: list[str] | None = None) -> None:
     defaults = json.loads(args.defaults.read_text(encoding="utf-8")) if args.defaults else {}
     manifest = write_bundle(disc, gen, vocab, args.out, name=args.name or args.out.name,
                             similarity=args.similarity, provenance=provenance, metrics=metrics,
-                            corrector_defaults=defaults, half=not args.full_precision)
+                            corrector_defaults=defaults, half=not args.full_precision, int8=args.int8,
+                            cpu_onnx=args.cpu_onnx)
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
-    print(f"wrote {args.out} ({size / 1e6:.1f} MB); ONNX vs torch max abs diff: {manifest['onnx']['max_abs_diff_vs_torch']}")
+    print(f"wrote {args.out} ({size / 1e6:.1f} MB); ONNX vs torch max abs diff: {manifest['onnx']['max_abs_diff_vs_torch']}"
+          + (f"; int8 vs fp32: {manifest['onnx']['int8_vs_fp32']}" if args.int8 else ""))
 
 
 if __name__ == "__main__":
