@@ -21,20 +21,24 @@ NO_FILTER = {"min_similarity": 0.0, "min_shape_similarity": 0.0, "sim_weight": 0
 
 def decoding_variants(defaults: dict) -> list[tuple[str, dict]]:
     """Cumulative rows: top-1, + similarity filter, + verification, + jieba protection; then the
-    generator input flipped from the bundle's default."""
-    masked = bool(defaults.get("mask_suspects", False))
+    generator input changed from the bundle's default (unmasked / every suspect masked / hybrid)."""
     off = {"verify": False, "protect_dictionary_words": False}
     jieba_default = bool(defaults.get("protect_dictionary_words", False))
-    return [
+    rows = [
         ("detector + generator top-1", {**NO_FILTER, **off}),
         ("+ pinyin/shape filter and ranking", off),
         ("+ discriminator verification" + ("" if jieba_default else " (default)"),
          {"verify": True, "protect_dictionary_words": False}),
         ("+ jieba dictionary-word protection" + (" (default)" if jieba_default else ""),
          {"verify": True, "protect_dictionary_words": True}),
-        (f"default, generator input {'unmasked' if masked else 'masked'} instead of "
-         f"{'masked' if masked else 'unmasked'}", {"mask_suspects": not masked}),
     ]
+    masked, mask_th = bool(defaults.get("mask_suspects", False)), float(defaults.get("mask_threshold", 0.0))
+    inputs = {"unmasked": {"mask_suspects": False}, "every suspect masked": {"mask_suspects": True, "mask_threshold": 0.0}}
+    default_input = "unmasked" if not masked else "every suspect masked" if mask_th == 0.0 else "hybrid"
+    for name, settings in inputs.items():
+        if name != default_input:
+            rows.append((f"default, generator input {name}", settings))
+    return rows
 
 
 def main() -> None:

@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 class CorrectorConfig:
     threshold: float = 0.5  # a character is suspect when its RTD probability is above this
     top_k: int = 20  # generator candidates considered per suspect
-    mask_suspects: bool = False  # feed suspects to the generator as [MASK] (True) or as they are (False)
+    mask_suspects: bool = False  # feed suspects to the generator as [MASK] (True) or as they are (False) ...
+    mask_threshold: float = 0.0  # ... with True, only suspects whose RTD probability is above this are masked
     min_similarity: float = 0.6  # candidates must sound at least this similar (0.6 = fuzzy pinyin) ...
     min_shape_similarity: float = 0.4  # ... or look at least this similar (custom pairs exempt)
     sim_weight: float = 2.0  # log-space bonus per unit of similarity when ranking candidates
@@ -42,8 +43,9 @@ class CorrectorConfig:
         return replace(self, **kw).validated() if kw else self
 
     def validated(self) -> CorrectorConfig:
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must be within [0, 1], got {self.threshold}")
+        for name in ("threshold", "mask_threshold", "verify_threshold"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1], got {getattr(self, name)}")
         if self.top_k < 1:
             raise ValueError("top_k must be >= 1")
         if self.max_edits < 0:

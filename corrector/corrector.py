@@ -221,8 +221,10 @@ class Corrector:
             for ch, pos in zip(part, positions[s : s + batch_size]):
                 ids = list(ch.enc.ids)
                 if cfg.mask_suspects:
+                    assert ch.probs is not None
                     for t in pos:
-                        ids[t] = mask_id
+                        if ch.probs[t] > cfg.mask_threshold:
+                            ids[t] = mask_id
                 seqs.append(ids)
             ids, attn = _pad(seqs)
             width = max(len(p) for p in positions[s : s + batch_size])

@@ -184,6 +184,7 @@ def test_unknown_default_in_manifest(bundle_copy):
 
 @pytest.mark.parametrize(("settings", "word"), [
     ({"threshold": 2.0}, "threshold"), ({"top_k": 0}, "top_k"), ({"max_edits": -1}, "max_edits"),
+    ({"mask_threshold": 1.5}, "mask_threshold"), ({"verify_threshold": -0.1}, "verify_threshold"),
     ({"confusions": [("汽车", "气")]}, "single characters"), ({"bogus": 1}, "bogus"),
 ])
 def test_bad_settings(tiny_bundle, settings, word):

@@ -183,6 +183,22 @@ def test_masked_suspects(tiny_bundle):
         assert edited(c) == set(in_vocab_cjk(text))
 
 
+@pytest.mark.parametrize("mask_threshold", [0.0, 0.5, 1.0])
+def test_mask_threshold_masks_only_confident_suspects(tiny_bundle, mask_threshold):
+    fix = Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS, mask_suspects=True, mask_threshold=mask_threshold)
+    text = "我们去公园散步吧他已经知道自己错了"  # one chunk, one token per character: token = position + 1
+    probs = [c.rtd_prob for c in fix.explain(text).chars]
+    seen = []
+    generate = fix.networks.generate
+    fix.networks.generate = lambda ids, attn, pos: seen.append(ids.copy()) or generate(ids, attn, pos)
+    check(fix.correct(text))
+    masked = {t - 1 for t, i in enumerate(seen[0][0]) if i == 103}
+    assert masked == {i for i, p in enumerate(probs) if p > mask_threshold}
+    assert (0 < len(masked) < len(text)) == (mask_threshold == 0.5)
+    if mask_threshold == 1.0:  # nothing is masked: the unmasked pipeline
+        assert fix.correct(text) == Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS).correct(text)
+
+
 def test_long_text_edits_map_back_across_chunks(forced_corrector):
     text = "，".join([SAMPLE[:20]] * 12)  # 251 characters: several 62-character chunks
     c = forced_corrector.correct(text)

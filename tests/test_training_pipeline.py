@@ -97,7 +97,7 @@ def test_readme_training_commands_run_as_written(tmp_path):
     modules = [c[2] for c in commands]
     assert modules == ["training.prepare", "training.similarity", "training.pretrain", "training.make_csc_data",
                        "training.finetune", "training.export", "training.evaluate", "training.export",
-                       "training.evaluate"]
+                       "training.evaluate", "training.evaluate"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for cmd in commands:
         assert cmd[0] == "python"
@@ -123,6 +123,7 @@ def test_readme_training_commands_run_as_written(tmp_path):
     assert fixer.name == "bundle"
     assert fixer.bundle.manifest["provenance"]["pretraining"]["tokens_seen"] > 0
     assert fixer.bundle.corrector_defaults["threshold"] == report["threshold"]
+    assert fixer.networks.precision == report["onnx"] == "int8"
 
 
 def _weights(run_dir: Path) -> dict[str, torch.Tensor]:

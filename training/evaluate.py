@@ -24,7 +24,7 @@ from corrector import Corrector
 from .csc_data import read_pairs
 from .metrics import csc_metrics
 
-SWEEP = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+SWEEP = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
 def run(fixer: Corrector, pairs: list[tuple[str, str]], batch_size: int = 64, **options) -> dict:

@@ -74,8 +74,9 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
         if int8:
             onnx_info["int8_vs_fp32"] = quantize_pair(tmp / "onnx", disc.config.vocab_size,
                                                       min(37, disc.config.max_position_embeddings))
-        if similarity is not None:
-            shutil.copytree(similarity, tmp / SIMILARITY_DIR)
+        if similarity is not None:  # the tables only, not a confusion .npy that may sit beside them
+            shutil.copytree(similarity, tmp / SIMILARITY_DIR,
+                            ignore=lambda d, names: [n for n in names if n not in ("pinyin.tsv", "shape.tsv", "meta.json")])
         else:
             from .similarity import build_tables
 
