@@ -276,3 +276,15 @@ def test_bad_precision_values(bundle_copy):
     m["cpu_onnx"] = "bf16"
     write_manifest(bundle_copy, m)
     assert "cpu_onnx" in load_error(bundle_copy)
+
+
+# ---- the committed default bundle -----------------------------------------------------------------
+
+
+def test_default_bundle_corrects_the_readme_example_and_stays_small():
+    bundle = REPO / "data" / "electra_models" / "default"
+    fix = Corrector.load(bundle, device="cpu")
+    assert fix.correct("我门一起去吃饭吧。").target == "我们一起去吃饭吧。"  # the README's quick start
+    assert fix.correct("我们明天在公园见面，不见不散。").edits == []
+    assert fix.networks.precision == fix.bundle.manifest["cpu_onnx"] == "int8"
+    assert sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()) < 120e6
