@@ -90,8 +90,7 @@ class Bundle:
         if precision == "int8" and not self.has_int8:
             raise CorrectorError(f"model bundle {self.path} has no int8 ONNX files ({ONNX_INT8[ONNX_DISCRIMINATOR]})")
         fp = (self.file(ONNX_DISCRIMINATOR), self.file(ONNX_GENERATOR))
-        use_int8 = precision == "int8" or (precision == "auto" and self.manifest.get("cpu_onnx") == "int8"
-                                           and self.has_int8)
+        use_int8 = precision == "int8" or (precision == "auto" and self.manifest.get("cpu_onnx") == "int8")
         cpu = tuple(self.file(ONNX_INT8[rel]) for rel in (ONNX_DISCRIMINATOR, ONNX_GENERATOR)) if use_int8 else fp
         return fp, cpu  # type: ignore[return-value]
 
@@ -124,11 +123,9 @@ class Bundle:
                 raise CorrectorError(f"bad model bundle: {mf} has no {key!r}")
         if manifest.get("cpu_onnx", "fp32") not in ("fp32", "int8"):
             raise CorrectorError(f"bad model bundle: {mf} has cpu_onnx {manifest['cpu_onnx']!r} (fp32 or int8)")
-        if manifest.get("cpu_onnx") == "int8":
-            manifest = {**manifest, "files": [*manifest.get("files", []),
-                                              *(r for r in ONNX_INT8.values() if r not in manifest.get("files", []))]}
         listed = manifest.get("files", [])
-        for rel in (*REQUIRED_FILES, *listed):
+        recommended = ONNX_INT8.values() if manifest.get("cpu_onnx") == "int8" else ()
+        for rel in (*REQUIRED_FILES, *listed, *recommended):
             if not (root / rel).is_file():
                 raise CorrectorError(f"incomplete model bundle {root}: missing {rel}")
         digest = sha256_file(root / VOCAB)

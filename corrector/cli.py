@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from .bundle import PRECISIONS
 from .types import CorrectorError
 
 BATCH_LINES = 256
@@ -42,7 +43,7 @@ def correct_parser() -> argparse.ArgumentParser:
     ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
     ap.add_argument("--batch-size", type=int, help="chunks per model call")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    ap.add_argument("--precision", choices=["auto", "fp32", "int8"], default="auto",
+    ap.add_argument("--precision", choices=PRECISIONS, default="auto",
                     help="CPU graphs: auto (the bundle's recommendation), fp32 or int8-quantised")
     return ap
 
