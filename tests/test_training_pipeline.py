@@ -148,7 +148,7 @@ def test_torchrun_two_process_cpu_pretraining(prepared, tmp_path):
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m",
          "training.pretrain", "--data", str(prepared / "data"), "--out", str(tmp_path / "ddp"), "--config", "debug",
          "--max-steps", "3", "--batch-size", "2", "--seq-len", "32", "--threads", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        cwd=ROOT, capture_output=True, text=True, timeout=180, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
     assert '"finished": true' in res.stdout
     assert (tmp_path / "ddp" / "discriminator" / "model.safetensors").exists()

@@ -57,7 +57,10 @@ def setup_runtime(device: str = "auto", threads: int = 0) -> Runtime:
 
 
 def teardown(rt: Runtime) -> None:
+    """Leave the process group together: a rank that exits while another still holds gloo pairs can leave
+    that one blocked in the process group's destructor (seen with 2 CPU ranks when rank 0 saves last)."""
     if rt.ddp and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
 
 

@@ -275,6 +275,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
             "hardware": f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads)"}})
     if rt.is_main:
         print(json.dumps(summary))
+    del fwd  # the DDP wrapper (and its reducer) goes before its process group
     loop.teardown(rt)
     return summary
 
