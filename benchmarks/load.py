@@ -19,18 +19,15 @@ import ipaddress
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from service.spawn import DIRECT, ServerFailed, free_port, running
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_DURATION_S = 300.0
@@ -47,7 +44,6 @@ SAMPLE_TEXTS = [
     "他在会议上发表了重要的讲话，大家都很受鼓舞，纷纷表示要把精神落实到工作中去。",
     "天气预报说明天有雨，出门记得带伞。",
 ]
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @dataclass
@@ -208,41 +204,16 @@ def report(title: str, r: dict[str, Any]) -> None:
 # ---- starting a server -----------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def started_server(model: Path | None, extra: list[str], log: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     port = free_port()
     cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port), "--no-access-log",
            "--log-level", "warning", *(["--model", str(model)] if model else []), *extra]
-    base = f"http://127.0.0.1:{port}"
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"server exited with {proc.returncode}:\n{log.read_text()}")
-            if time.monotonic() > deadline:
-                raise SystemExit(f"server not ready after 120 s:\n{log.read_text()}")
-            with contextlib.suppress(OSError), DIRECT.open(f"{base}/ready", timeout=2) as r:
-                if r.status == 200:
-                    info = json.loads(r.read())
-                    break
-            time.sleep(0.2)
-        yield base, info
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        with running(cmd, log, port) as r:
+            yield r.base, r.ready
+    except ServerFailed as e:
+        raise SystemExit(str(e)) from None
 
 
 def build_tiny(out_dir: Path) -> Path:

@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+from service.spawn import DIRECT, REPO, free_port, running
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["REPO", "free_port", "http", "server", "stop_gracefully"]
 
 
 def http(method: str, url: str, body: object | None = None, timeout: float = 30) -> tuple[int, bytes]:
@@ -37,29 +29,8 @@ def http(method: str, url: str, body: object | None = None, timeout: float = 30)
 @contextmanager
 def server(cmd: list[str], env: dict[str, str], log: Path, port: int) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """Start ``cmd`` (output to ``log``), wait until /ready answers 200, yield; SIGTERM it if still running."""
-    base = f"http://127.0.0.1:{port}"
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, f"server exited with {proc.returncode}:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"server not ready in time:\n{log.read_text()}"
-            try:
-                if http("GET", f"{base}/ready", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
-        yield proc, base
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with running(cmd, log, port, env, ready_timeout=90) as r:
+        yield r.proc, r.base
 
 
 def stop_gracefully(proc: subprocess.Popen[bytes], log: Path) -> None:

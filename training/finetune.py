@@ -138,7 +138,9 @@ def load_init(init: Path | None, scratch: str | None) -> tuple[ElectraForMaskedL
     gen = ElectraForMaskedLM.from_pretrained(init / "generator", dtype=torch.float32)
     prov_file = init / "provenance.json"
     prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.exists() else {}
-    return gen, disc, {"pretrained": True, "init": str(init), **prov}
+    if "finetune" in prov:  # init is itself a fine-tuned pair: keep the earlier stage(s) on record
+        prov["finetune_stages"] = [*prov.get("finetune_stages", []), {"init": prov.get("init"), **prov.pop("finetune")}]
+    return gen, disc, {"pretrained": True, **prov, "init": str(init)}
 
 
 def train(cfg: FinetuneConfig, args: argparse.Namespace) -> dict:
