@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from corrector.bundle import PRECISIONS
+
 
 def read_sources(path: Path, limit: int) -> list[str]:
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -77,7 +79,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
-    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "int8"],
+    ap.add_argument("--precision", default="auto", choices=PRECISIONS,
                     help="ONNX graphs on CPU (auto = the bundle's recommendation)")
     ap.add_argument("--no-torch", action="store_true", help="skip the transformers baseline")
     args = ap.parse_args()

@@ -18,6 +18,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 from .types import CorrectorError
 
@@ -27,7 +28,8 @@ VOCAB = "discriminator/vocab.txt"
 ONNX_DISCRIMINATOR = "onnx/discriminator.onnx"
 ONNX_GENERATOR = "onnx/generator.onnx"
 ONNX_INT8 = {ONNX_DISCRIMINATOR: "onnx/discriminator.int8.onnx", ONNX_GENERATOR: "onnx/generator.int8.onnx"}
-PRECISIONS = ("auto", "fp32", "int8")
+Precision = Literal["auto", "fp32", "int8"]  # which CPU graphs; auto = what the manifest recommends
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 SIMILARITY_DIR = "similarity"
 REQUIRED_FILES = (
     "discriminator/config.json",

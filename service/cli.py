@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from corrector.bundle import PRECISIONS
+
 from .settings import ENV_PREFIX, ServiceSettings
 
 # flag destination -> settings field, for the flags whose names differ
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model bundle directory (default: $CORRECTOR_MODEL or data/electra_models/default)")
     m.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto = CUDA when usable, else CPU")
     m.add_argument("--threads", type=int, help="ONNX Runtime threads per session (0 = its default)")
-    m.add_argument("--precision", choices=["auto", "fp32", "int8"],
+    m.add_argument("--precision", choices=PRECISIONS,
                    help="CPU graphs: auto (the bundle's recommendation), fp32 or int8")
     m.add_argument("--corrector-settings", metavar="JSON",
                    help='decoding settings for every request, e.g. \'{"protect_dictionary_words": true}\'')

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from corrector.bundle import Precision
+
 ENV_PREFIX = "CSC_"
 
 
@@ -21,7 +23,7 @@ class ServiceSettings(BaseSettings):
     # --- model -----------------------------------------------------------------------------------
     model_dir: Path | None = None  # bundle directory; None = $CORRECTOR_MODEL or data/electra_models/default
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto = CUDA when it really loads, else CPU
-    precision: Literal["auto", "fp32", "int8"] = "auto"  # CPU graphs; auto = what the bundle's manifest recommends
+    precision: Precision = "auto"  # CPU graphs; auto = what the bundle's manifest recommends
     threads: int = Field(default=0, ge=0)  # ONNX Runtime intra-op threads per session; 0 = its default
     corrector_settings: dict[str, Any] = Field(default_factory=dict)  # CorrectorConfig overrides, JSON in env
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from corrector import Corrector
+from corrector.bundle import PRECISIONS
 
 from .csc_data import read_pairs
 from .metrics import csc_metrics
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="corrector settings, e.g. threshold=0.6 verify=false mask_suspects=true")
     ap.add_argument("--limit", type=int, default=0, help="evaluate the first N pairs only")
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
-    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "int8"],
+    ap.add_argument("--precision", default="auto", choices=PRECISIONS,
                     help="CPU graphs: the bundle's recommendation (auto), float or int8-quantised")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--sweep", action="store_true", help="vary the threshold; plot precision-recall")
