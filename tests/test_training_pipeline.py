@@ -64,7 +64,8 @@ def readme_training_commands() -> list[list[str]]:
 TINY = {
     "pretrain": {"--config": ["--config", "debug"],
                  "--max-minutes": ["--max-steps", "4", "--batch-size", "4", "--seq-len", "32", "--eval-every", "2"]},
-    "finetune": {"--max-minutes": ["--max-steps", "4", "--batch-size", "4", "--eval-every", "2"]},
+    "finetune": {"--max-minutes": ["--max-steps", "4", "--batch-size", "4", "--eval-every", "2"],
+                 "--max-steps": ["--max-steps", "4", "--batch-size", "4", "--eval-every", "2"]},
     "make_csc_data": {"--n": ["--n", "60"], "--holdout": ["--holdout", "5"]},
 }
 
@@ -96,8 +97,8 @@ def test_readme_training_commands_run_as_written(tmp_path):
     commands = readme_training_commands()
     modules = [c[2] for c in commands]
     assert modules == ["training.prepare", "training.similarity", "training.pretrain", "training.make_csc_data",
-                       "training.finetune", "training.export", "training.evaluate", "training.export",
-                       "training.evaluate", "training.evaluate"]
+                       "training.finetune", "training.finetune", "training.export", "training.evaluate",
+                       "training.export", "training.evaluate", "training.evaluate"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for cmd in commands:
         assert cmd[0] == "python"
@@ -122,6 +123,7 @@ def test_readme_training_commands_run_as_written(tmp_path):
     assert len(out.target) == len(text) and out.target.endswith("，hello！")
     assert fixer.name == "bundle"
     assert fixer.bundle.manifest["provenance"]["pretraining"]["tokens_seen"] > 0
+    assert [st["steps"] for st in fixer.bundle.manifest["provenance"]["finetune_stages"]] == [4]  # step 5 under 5b
     assert fixer.bundle.corrector_defaults["threshold"] == report["threshold"]
     assert fixer.networks.precision == report["onnx"] == "int8"
 
