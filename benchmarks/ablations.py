@@ -41,7 +41,7 @@ def decoding_variants(defaults: dict) -> list[tuple[str, dict]]:
                      else f"suspects above RTD {hybrid_th:g} masked")
     for name, settings in inputs.items():
         if name != default_input:
-            rows.append((f"default, generator input {name}", settings))
+            rows.append((f"default, generator input: {name}", settings))
     return rows
 
 
