@@ -33,12 +33,12 @@ def decoding_variants(defaults: dict) -> list[tuple[str, dict]]:
          {"verify": True, "protect_dictionary_words": True}),
     ]
     masked, mask_th = bool(defaults.get("mask_suspects", False)), float(defaults.get("mask_threshold", 0.0))
-    hybrid_th = mask_th or 0.3
+    hybrid_th = mask_th or 0.3  # the shipping procedure's hybrid setting, when the bundle's defaults name none
+    hybrid = f"suspects above RTD {hybrid_th:g} masked"
     inputs = {"unmasked": {"mask_suspects": False},
-              f"suspects above RTD {hybrid_th:g} masked": {"mask_suspects": True, "mask_threshold": hybrid_th},
+              hybrid: {"mask_suspects": True, "mask_threshold": hybrid_th},
               "every suspect masked": {"mask_suspects": True, "mask_threshold": 0.0}}
-    default_input = ("unmasked" if not masked else "every suspect masked" if mask_th == 0.0
-                     else f"suspects above RTD {hybrid_th:g} masked")
+    default_input = "unmasked" if not masked else "every suspect masked" if mask_th == 0.0 else hybrid
     for name, settings in inputs.items():
         if name != default_input:
             rows.append((f"default, generator input: {name}", settings))

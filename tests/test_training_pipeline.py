@@ -64,8 +64,8 @@ def readme_training_commands() -> list[list[str]]:
 TINY = {
     "pretrain": {"--config": ["--config", "debug"],
                  "--max-minutes": ["--max-steps", "4", "--batch-size", "4", "--seq-len", "32", "--eval-every", "2"]},
-    "finetune": {"--max-minutes": ["--max-steps", "4", "--batch-size", "4", "--eval-every", "2"],
-                 "--max-steps": ["--max-steps", "4", "--batch-size", "4", "--eval-every", "2"]},
+    "finetune": dict.fromkeys(("--max-minutes", "--max-steps"),
+                              ["--max-steps", "4", "--batch-size", "4", "--eval-every", "2"]),
     "make_csc_data": {"--n": ["--n", "60"], "--holdout": ["--holdout", "5"]},
 }
 
