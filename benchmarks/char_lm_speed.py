@@ -11,6 +11,7 @@ element-wise work is single-threaded anyway).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -63,14 +64,14 @@ def main() -> int:
     print(f"{args.lm}: order {lm.order}, {lm.meta.get('size_bytes', 0) / 1e6:.1f} MB, entries {lm.meta['entries']:,}")
     for b in batches:
         n_calls = 0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         while time.perf_counter() - t0 < args.seconds:
             i = (n_calls * b) % (pool.shape[0] - b)
             lm.logprob(pool[i: i + b])
             n_calls += 1
-        dt = time.perf_counter() - t0
-        qps = n_calls * b / dt
-        print(f"batch {b:>6}: {qps / 1e6:.2f} M queries/s  ({dt / n_calls * 1e3:.3f} ms per call)")
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
+        print(f"batch {b:>6}: {n_calls * b / dt / 1e6:.2f} M queries/s wall, {n_calls * b / dc / 1e6:.2f} M/s of "
+              f"CPU time ({dt / n_calls * 1e3:.3f} ms per call; load average {os.getloadavg()[0]:.1f})")
     return 0
 
 

@@ -9,7 +9,8 @@ Files in an LM directory::
     codepoints.npy         int32 (V,)  code point of each id; -1 for <unk>, <s>, </s>
     unigram_logprob.npy    float32 (V,) ln P(w)        (<s> is never predicted: -99)
     unigram_bow.npy        float32 (V,) ln backoff(w)
-    keys.npy               uint64 (E,)  every stored n-gram of order 2..N, packed (see ``pack``), grouped by bucket
+    keys.npy               uint64 (E+4,) every stored n-gram of order 2..N, packed (``key_offsets``), grouped by
+                           hash bucket (``bucket_of``), then 4 EMPTY slots; the arrays below are aligned with it
     bucket_offsets.npy     uint32 (nb+1,) entries of bucket b are keys[offsets[b]:offsets[b+1]]
     prob_q.npy, bow_q.npy  uint8 (E,)   quantised ln P(w | h) and ln backoff(h w)
     prob_codebook.npy      float32 (N+1, 256) per-order code -> value (rows 0 and 1 unused)
@@ -44,7 +45,9 @@ UNK, BOS, EOS = 0, 1, 2
 SPECIALS = ("<unk>", "<s>", "</s>")
 N_SPECIALS = len(SPECIALS)
 FORMAT = "char-ngram-backoff-v1"
-HASH_MULT = np.uint64(0xBF58476D1CE4E5B9)
+HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
+PROBE = 4  # bucket slots read for every query; keys.npy ends with this many EMPTY slots
+EMPTY = np.uint64(2**64 - 1)  # never a packed key (they stay below sum_k B^k < 2^64 - 1)
 MAX_CODEPOINT = 0x110000
 
 IntArray = npt.NDArray[np.int32]
@@ -69,12 +72,14 @@ def key_offsets(order: int, base: int) -> list[int]:
 
 
 def bucket_of(keys: U64Array, n_buckets: int) -> npt.NDArray[np.int64]:
-    """Bucket of each packed key: a 64-bit mix, then its top 32 bits scaled onto [0, n_buckets)."""
-    k = np.asarray(keys, dtype=np.uint64)
-    h = (k ^ (k >> np.uint64(29))) * HASH_MULT
-    h ^= h >> np.uint64(32)
-    h = h * HASH_MULT
-    return (((h >> np.uint64(32)) * np.uint64(n_buckets)) >> np.uint64(32)).astype(np.int64)
+    """Bucket of each packed key: multiply-xorshift-multiply, then the top 32 bits scaled onto [0, n_buckets)."""
+    h = np.asarray(keys, dtype=np.uint64) * HASH_MULT
+    h ^= h >> np.uint64(29)
+    h *= HASH_MULT
+    h >>= np.uint64(32)
+    h *= np.uint64(n_buckets)
+    h >>= np.uint64(32)
+    return h.astype(np.intp)
 
 
 class CharLM:
@@ -103,7 +108,8 @@ class CharLM:
         self._uni_b = np.asarray(arrays["unigram_bow"], dtype=np.float32)
         self._codepoints = np.asarray(arrays["codepoints"], dtype=np.int32)
         self._max_bucket = int(meta["max_bucket"])
-        self._first_probe = min(int(meta.get("first_probe", 4)), self._max_bucket)
+        if int(meta.get("probe", -1)) != PROBE:
+            raise CorrectorError(f"{path}: LM written for probe={meta.get('probe')}, this reader needs {PROBE}")
         offs = key_offsets(self.order, self.vocab_size)
         self._offs = [np.uint64(o) for o in offs]
         self._mults = [np.uint64(self.vocab_size**j) for j in range(self.order)]
@@ -173,115 +179,125 @@ class CharLM:
 
     # ------------------------------------------------------------------ scoring
     def _lookup(self, q: U64Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
-        """Find packed keys: (found, entry index). Probes the first few slots of each bucket for all
-        queries, then the rest of the (rare) longer buckets only for what is still unresolved."""
-        found = np.zeros(q.shape[0], dtype=bool)
-        idx = np.zeros(q.shape[0], dtype=np.int64)
-        if q.shape[0] == 0 or self._keys.shape[0] == 0:
-            return found, idx
-        last = self._keys.shape[0] - 1
+        """Find packed keys: (found, entry index). The first ``PROBE`` slots of each key's bucket are read
+        for every query (keys.npy carries ``PROBE`` sentinel slots at its end, so no bounds checks); the
+        rest of the rare longer buckets only for what is still unresolved."""
+        nq = q.shape[0]
         b = bucket_of(q, self._n_buckets)
-        start = self._offsets[b].astype(np.int64)
-        length = self._offsets[b + 1].astype(np.int64) - start
-        p1 = self._first_probe
-        cand = np.minimum(start[:, None] + np.arange(p1), last)
-        eq = self._keys[cand] == q[:, None]
-        j = eq.argmax(axis=1)
-        found = eq[np.arange(q.shape[0]), j]
-        idx = start + j
-        rest = np.flatnonzero(~found & (length > p1))
-        if rest.size:
-            cand = np.minimum(start[rest, None] + np.arange(p1, self._max_bucket), last)
-            eq = self._keys[cand] == q[rest, None]
-            j = eq.argmax(axis=1)
-            f2 = eq[np.arange(rest.size), j]
-            found[rest] = f2
-            idx[rest] = start[rest] + p1 + j
-        return found, idx
+        s = self._offsets.take(b).astype(np.int64)
+        eqs = np.empty((nq, PROBE), dtype=bool)
+        for j in range(PROBE):
+            np.equal(self._keys.take(s + j if j else s), q, out=eqs[:, j])
+        v = eqs.view(np.uint32).ravel()  # PROBE == 4 bools -> one little-endian word; byte j set = slot j
+        hit = v != 0
+        idx = s + (v > 0xFF) + (v > 0xFFFF) + (v > 0xFFFFFF)
+        if self._max_bucket > PROBE:
+            rest = np.flatnonzero(~hit)
+            if rest.size:
+                length = self._offsets.take(b[rest] + 1).astype(np.int64) - s[rest]
+                rest = rest[length > PROBE]
+                j = PROBE
+                while rest.size and j < self._max_bucket:
+                    f = self._keys.take(s[rest] + j) == q[rest]
+                    r = rest[f]
+                    hit[r] = True
+                    idx[r] = s[r] + j
+                    j += 1
+                    rest = rest[~f]
+                    rest = rest[self._offsets.take(b[rest] + 1).astype(np.int64) - s[rest] > j]
+        return hit, idx
 
     def _value(self, is_prob: bool, k: int, ix: npt.NDArray[np.int64]) -> FloatArray:
         """ln P (is_prob) or ln backoff of entries ``ix`` of order ``k``."""
         if not self.quantised:
-            return (self._prob if is_prob else self._bow)[ix]
+            return (self._prob if is_prob else self._bow).take(ix)
         cb = self._prob_cb if is_prob else self._bow_cb
-        codes = (self._prob_q if is_prob else self._bow_q)[ix]
-        return cb[k * 256 + codes.astype(np.int64)]
+        codes = (self._prob_q if is_prob else self._bow_q).take(ix)
+        return cb.take(codes.astype(np.intp) + k * 256)
 
     def logprob(self, ngrams: npt.ArrayLike) -> FloatArray:
         """Natural-log P(last id | the previous order-1 ids) for each row of an (N, order) int array.
 
         PAD (-1) marks "no token" and may only stand left of the real ids (see the module docstring).
+        Lookups go up one order at a time and only where they can succeed: the stored n-grams are closed
+        under prefixes and suffixes, so (h_k .. h_1 w) can only exist if (h_k-1 .. h_1 w) and the
+        context (h_k .. h_1) do.
         """
         ng = np.asarray(ngrams)
         n = self.order
         if ng.ndim != 2 or ng.shape[1] != n:
             raise ValueError(f"expected an (N, {n}) array of ids, got shape {ng.shape}")
-        ng = ng.astype(np.int64, copy=False)
-        if ng.size and (ng.min() < PAD or ng.max() >= self.vocab_size):
-            raise ValueError(f"ids must lie in [0, {self.vocab_size}) or be PAD ({PAD})")
         N = ng.shape[0]
         if N == 0:
             return np.zeros(0, dtype=np.float32)
-        w = ng[:, -1]
-        if (w < 0).any():
-            raise ValueError("the predicted (last) id of a window cannot be PAD")
-        # valid[:, k] : the k-gram ending at w (k = 1..n) has no PAD;  PAD only on the left, so a
-        # k-gram is valid iff its first id is.
-        valid = np.empty((N, n + 1), dtype=bool)
-        valid[:, 0] = True
-        for k in range(1, n + 1):
-            valid[:, k] = valid[:, k - 1] & (ng[:, n - k] >= 0)
-        ids_u = np.where(ng >= 0, ng, 0).astype(np.uint64)
-        # packed n-gram keys ending at w (order k) and context keys ending at h1 (order k)
-        qs: list[U64Array] = []
-        sel: list[npt.NDArray[np.int64]] = []
-        kinds: list[tuple[str, int]] = []
-        gk = ids_u[:, n - 1].copy()
-        ck = ids_u[:, n - 2].copy() if n >= 2 else None
+        if ng.dtype.kind not in "iu":
+            raise ValueError(f"ids must be integers, got {ng.dtype}")
+        if ng.min() < PAD or ng.max() >= self.vocab_size:
+            raise ValueError(f"ids must lie in [0, {self.vocab_size}) or be PAD ({PAD})")
+        is_pad = ng < 0
+        if is_pad[:, -1].any() or (is_pad[:, 1:] & ~is_pad[:, :-1]).any():
+            raise ValueError("PAD may only stand left of the real ids, and the predicted id cannot be PAD")
+        avail = n - is_pad.sum(axis=1)  # real ids in each window
+        ids = np.where(is_pad, 0, ng).astype(np.uint64)
+        w = ng[:, n - 1]
+        best = self._uni_p.take(w)
+        best_k = np.ones(N, dtype=np.int64)
+        # bows[:, k]: ln backoff of the length-k context (k = 1 .. n-1); column n stays 0
+        bows = np.zeros((N, n + 1), dtype=np.float32)
+        if n < 2:
+            return best
+        ctx_ok = avail >= 2
+        bows[ctx_ok, 1] = self._uni_b.take(ng[ctx_ok, n - 2])
+        if self.missing_bow != 0:
+            for k in range(2, n):
+                bows[avail >= k + 1, k] = self.missing_bow
+        ng_ok = np.ones(N, dtype=bool)
+        gk = ids[:, n - 1].copy()
+        ck = ids[:, n - 2].copy()
         for k in range(2, n + 1):
-            gk = gk + ids_u[:, n - k] * self._mults[k - 1]
-            rows = np.flatnonzero(valid[:, k])
-            qs.append(gk[rows] + self._offs[k])
-            sel.append(rows)
-            kinds.append(("p", k))
-            if k <= n - 1 and ck is not None:
-                ck = ck + ids_u[:, n - 1 - k] * self._mults[k - 1]
-                # context of length k = ids n-1-k .. n-2; valid iff the (k+1)-gram ending at w is
-                rows_c = np.flatnonzero(valid[:, k + 1])
-                qs.append(ck[rows_c] + self._offs[k])
-                sel.append(rows_c)
-                kinds.append(("b", k))
-        allq = np.concatenate(qs) if qs else np.zeros(0, dtype=np.uint64)
-        found, idx = self._lookup(allq)
+            mult = self._mults[k - 1]
+            gk += ids[:, n - k] * mult
+            need_g = np.flatnonzero(ng_ok & ctx_ok & (avail >= k))
+            q = gk.take(need_g)
+            if k < n:
+                ck += ids[:, n - 1 - k] * mult
+                need_c = np.flatnonzero(ctx_ok & (avail >= k + 1))
+                q = np.concatenate((q, ck.take(need_c)))
+            q += self._offs[k]
+            found, idx = self._lookup(q)
+            ng_g = need_g.shape[0]
+            fg = found[:ng_g]
+            r = need_g[fg]
+            best[r] = self._value(True, k, idx[:ng_g][fg])
+            best_k[r] = k
+            ng_ok = np.zeros(N, dtype=bool)
+            ng_ok[r] = True
+            if k < n:
+                fc = found[ng_g:]
+                r = need_c[fc]
+                bows[r, k] = self._value(False, k, idx[ng_g:][fc])
+                ctx_ok = np.zeros(N, dtype=bool)
+                ctx_ok[r] = True
+            if not ng_ok.any() and not ctx_ok.any():
+                break
+        # add the backoffs of the contexts longer than the match: k = best_k .. n-1
+        bsum = np.cumsum(bows[:, ::-1], axis=1, dtype=np.float32)[:, ::-1]
+        return (best + bsum[np.arange(N), best_k]).astype(np.float32, copy=False)
 
-        # prob_k[:, k]: ln P from the k-gram (NaN where absent); bow[:, k]: ln backoff of the length-k context
-        prob = np.full((N, n + 1), np.nan, dtype=np.float32)
-        bow = np.zeros((N, n + 1), dtype=np.float32)
-        prob[:, 1] = self._uni_p[w]
-        if n >= 2:
-            h1 = ng[:, n - 2]
-            okh = h1 >= 0
-            bow[okh, 1] = self._uni_b[h1[okh]]
-        pos = 0
-        for (kind, k), rows, q in zip(kinds, sel, qs):
-            f = found[pos: pos + q.shape[0]]
-            ix = idx[pos: pos + q.shape[0]]
-            pos += q.shape[0]
-            if kind == "p":
-                prob[rows[f], k] = self._value(True, k, ix[f])
-            else:
-                vals = np.full(rows.shape[0], self.missing_bow, dtype=np.float32)
-                vals[f] = self._value(False, k, ix[f])
-                bow[rows, k] = vals
-        # longest match m; add backoffs of contexts of length m .. n-1
-        has = ~np.isnan(prob)
-        has[:, 0] = False
-        m = n - np.argmax(has[:, ::-1], axis=1)
-        # suffix sums of bow over k = m .. n-1
-        bsum = np.cumsum(bow[:, ::-1], axis=1, dtype=np.float32)[:, ::-1]  # bsum[:, k] = sum_{j>=k} bow[:, j]
-        r = np.arange(N)
-        out = prob[r, m] + bsum[r, m]
-        return out.astype(np.float32, copy=False)
+    def entry(self, ids: npt.ArrayLike) -> tuple[float, float] | None:
+        """(ln P, ln backoff) stored for the n-gram ``ids`` (1..order ids), or None if it is not stored.
+        For inspection and tests; score with ``logprob``."""
+        g = np.asarray(ids, dtype=np.int64).ravel()
+        k = g.shape[0]
+        if not 1 <= k <= self.order or g.min() < 0 or g.max() >= self.vocab_size:
+            raise ValueError(f"an n-gram of 1..{self.order} ids in [0, {self.vocab_size}) expected")
+        if k == 1:
+            return float(self._uni_p[g[0]]), float(self._uni_b[g[0]])
+        key = sum(int(x) * self.vocab_size ** (k - 1 - i) for i, x in enumerate(g.tolist()))
+        found, idx = self._lookup(np.array([key + int(self._offs[k])], dtype=np.uint64))
+        if not found[0]:
+            return None
+        return float(self._value(True, k, idx)[0]), float(self._value(False, k, idx)[0])
 
     # ------------------------------------------------------------------ info
     def size_bytes(self) -> int:

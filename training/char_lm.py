@@ -47,10 +47,12 @@ import numpy as np
 
 from corrector.char_lm import (
     BOS,
+    EMPTY,
     EOS,
     FORMAT,
     N_SPECIALS,
     PAD,
+    PROBE,
     SPECIALS,
     UNK,
     CharLM,
@@ -384,16 +386,15 @@ def quantise(values: np.ndarray, bits: int, exact_zero: bool) -> tuple[np.ndarra
 def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_counts: np.ndarray,
                 quant: int, missing_bow: float) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    for f in out.glob("*.npy"):
-        f.unlink()
+    for old in out.glob("*.npy"):
+        old.unlink()
     order = len(t.keys)
     offs = key_offsets(order, base)
-    all_keys, all_p, all_b, all_k = [], [], [], []
+    all_keys, all_p, all_b = [], [], []
     for k in range(2, order + 1):
         all_keys.append(t.keys[k - 1] + np.uint64(offs[k]))
         all_p.append(t.logp[k - 1])
         all_b.append(t.logbow[k - 1])
-        all_k.append(np.full(t.keys[k - 1].size, k, dtype=np.int8))
     keys = np.concatenate(all_keys) if all_keys else np.zeros(0, dtype=np.uint64)
     e = keys.size
     n_buckets = max(1, int(math.ceil(e / BUCKET_LOAD)))
@@ -401,7 +402,8 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
     perm = np.argsort(b, kind="stable")
     bc = np.bincount(b, minlength=n_buckets)
     offsets = np.concatenate(([0], np.cumsum(bc))).astype(np.uint32)
-    np.save(out / "keys.npy", keys[perm])
+    pad = np.full(PROBE, EMPTY, dtype=np.uint64)
+    np.save(out / "keys.npy", np.concatenate((keys[perm], pad)))
     np.save(out / "bucket_offsets.npy", offsets)
     if quant:
         pq = np.zeros(e, dtype=np.uint8)
@@ -416,24 +418,26 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
             c, book = quantise(all_b[i], quant, exact_zero=True)
             bq[pos:pos + n], bbook[k, : book.size] = c, book
             pos += n
-        np.save(out / "prob_q.npy", pq[perm])
-        np.save(out / "bow_q.npy", bq[perm])
+        z = np.zeros(PROBE, dtype=np.uint8)
+        np.save(out / "prob_q.npy", np.concatenate((pq[perm], z)))
+        np.save(out / "bow_q.npy", np.concatenate((bq[perm], z)))
         np.save(out / "prob_codebook.npy", pbook)
         np.save(out / "bow_codebook.npy", bbook)
     else:
-        np.save(out / "prob.npy", np.concatenate(all_p).astype(np.float32)[perm])
-        np.save(out / "bow.npy", np.concatenate(all_b).astype(np.float32)[perm])
+        z32 = np.zeros(PROBE, dtype=np.float32)
+        np.save(out / "prob.npy", np.concatenate((np.concatenate(all_p).astype(np.float32)[perm], z32)))
+        np.save(out / "bow.npy", np.concatenate((np.concatenate(all_b).astype(np.float32)[perm], z32)))
     np.save(out / "unigram_logprob.npy", t.logp[0].astype(np.float32))
     np.save(out / "unigram_bow.npy", t.logbow[0].astype(np.float32))
     cps = np.concatenate((np.full(N_SPECIALS, -1, dtype=np.int32), vocab_cps.astype(np.int32)))
     np.save(out / "codepoints.npy", cps)
-    with open(out / "vocab.txt", "w", encoding="utf-8") as f:
+    with open(out / "vocab.txt", "w", encoding="utf-8") as fh:
         for i, s in enumerate(SPECIALS):
-            f.write(f"{i}\t{s}\t0\n")
+            fh.write(f"{i}\t{s}\t0\n")
         for i, (cp, c) in enumerate(zip(vocab_cps.tolist(), vocab_counts.tolist())):
             ch = chr(cp)
             tok = ch if ch.isprintable() and not ch.isspace() else f"U+{cp:04X}"
-            f.write(f"{i + N_SPECIALS}\t{tok}\t{c}\n")
+            fh.write(f"{i + N_SPECIALS}\t{tok}\t{c}\n")
     return {
         "format": FORMAT,
         "order": order,
@@ -443,7 +447,7 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
         "entries": int(e),
         "n_buckets": n_buckets,
         "max_bucket": int(bc.max()) if bc.size else 0,
-        "first_probe": 4,
+        "probe": PROBE,
         "quant_bits": quant,
         "smoothing": "sb" if missing_bow else "kn",
     }
