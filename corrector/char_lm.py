@@ -221,7 +221,9 @@ class CharLM:
         PAD (-1) marks "no token" and may only stand left of the real ids (see the module docstring).
         Lookups go up one order at a time and only where they can succeed: the stored n-grams are closed
         under prefixes and suffixes, so (h_k .. h_1 w) can only exist if (h_k-1 .. h_1 w) and the
-        context (h_k .. h_1) do.
+        context (h_k .. h_1) do.  Result = ln P of the longest match + the ln backoffs of the contexts
+        longer than the match's context, kept as ``cum`` (sum of all context backoffs seen) minus
+        ``below`` (the part up to the match's own context).
         """
         ng = np.asarray(ngrams)
         n = self.order
@@ -232,57 +234,55 @@ class CharLM:
             return np.zeros(0, dtype=np.float32)
         if ng.dtype.kind not in "iu":
             raise ValueError(f"ids must be integers, got {ng.dtype}")
-        if ng.min() < PAD or ng.max() >= self.vocab_size:
+        cols = np.ascontiguousarray(ng.T, dtype=np.int64)  # (n, N): column j = j-th id of every window
+        if cols.min() < PAD or cols.max() >= self.vocab_size:
             raise ValueError(f"ids must lie in [0, {self.vocab_size}) or be PAD ({PAD})")
-        is_pad = ng < 0
-        if is_pad[:, -1].any() or (is_pad[:, 1:] & ~is_pad[:, :-1]).any():
+        pad = cols < 0
+        if pad[n - 1].any() or (pad[1:] & ~pad[:-1]).any():
             raise ValueError("PAD may only stand left of the real ids, and the predicted id cannot be PAD")
-        avail = n - is_pad.sum(axis=1)  # real ids in each window
-        ids = np.where(is_pad, 0, ng).astype(np.uint64)
-        w = ng[:, n - 1]
-        best = self._uni_p.take(w)
-        best_k = np.ones(N, dtype=np.int64)
-        # bows[:, k]: ln backoff of the length-k context (k = 1 .. n-1); column n stays 0
-        bows = np.zeros((N, n + 1), dtype=np.float32)
+        avail = n - pad.sum(axis=0)  # real ids in each window
+        ids = cols.astype(np.uint64)  # PAD -> 2^64-1: only ever used where masked out below
+        best = self._uni_p.take(cols[n - 1])
         if n < 2:
             return best
-        ctx_ok = avail >= 2
-        bows[ctx_ok, 1] = self._uni_b.take(ng[ctx_ok, n - 2])
-        if self.missing_bow != 0:
-            for k in range(2, n):
-                bows[avail >= k + 1, k] = self.missing_bow
+        h1_ok = avail >= 2
+        cum = np.where(h1_ok, self._uni_b.take(np.maximum(cols[n - 2], 0)), np.float32(0)).astype(np.float32)
+        below = np.zeros(N, dtype=np.float32)
+        sb = self.missing_bow != 0
         ng_ok = np.ones(N, dtype=bool)
-        gk = ids[:, n - 1].copy()
-        ck = ids[:, n - 2].copy()
+        ctx_ok = h1_ok
+        gk = ids[n - 1].copy()
+        ck = ids[n - 2].copy()
         for k in range(2, n + 1):
             mult = self._mults[k - 1]
-            gk += ids[:, n - k] * mult
+            gk += ids[n - k] * mult
             need_g = np.flatnonzero(ng_ok & ctx_ok & (avail >= k))
             q = gk.take(need_g)
             if k < n:
-                ck += ids[:, n - 1 - k] * mult
-                need_c = np.flatnonzero(ctx_ok & (avail >= k + 1))
+                ck += ids[n - 1 - k] * mult
+                ctx_valid = avail >= k + 1
+                need_c = np.flatnonzero(ctx_ok & ctx_valid)
                 q = np.concatenate((q, ck.take(need_c)))
             q += self._offs[k]
             found, idx = self._lookup(q)
-            ng_g = need_g.shape[0]
-            fg = found[:ng_g]
+            n_g = need_g.shape[0]
+            fg = found[:n_g]
             r = need_g[fg]
-            best[r] = self._value(True, k, idx[:ng_g][fg])
-            best_k[r] = k
+            best[r] = self._value(True, k, idx[:n_g][fg])
+            below[r] = cum[r]
             ng_ok = np.zeros(N, dtype=bool)
             ng_ok[r] = True
             if k < n:
-                fc = found[ng_g:]
+                fc = found[n_g:]
                 r = need_c[fc]
-                bows[r, k] = self._value(False, k, idx[ng_g:][fc])
+                if sb:  # every valid context backs off, stored or not
+                    cum[ctx_valid] += self.missing_bow
+                    cum[r] += self._value(False, k, idx[n_g:][fc]) - self.missing_bow
+                else:
+                    cum[r] += self._value(False, k, idx[n_g:][fc])
                 ctx_ok = np.zeros(N, dtype=bool)
                 ctx_ok[r] = True
-            if not ng_ok.any() and not ctx_ok.any():
-                break
-        # add the backoffs of the contexts longer than the match: k = best_k .. n-1
-        bsum = np.cumsum(bows[:, ::-1], axis=1, dtype=np.float32)[:, ::-1]
-        return (best + bsum[np.arange(N), best_k]).astype(np.float32, copy=False)
+        return best + (cum - below)
 
     def entry(self, ids: npt.ArrayLike) -> tuple[float, float] | None:
         """(ln P, ln backoff) stored for the n-gram ``ids`` (1..order ids), or None if it is not stored.

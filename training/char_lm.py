@@ -1,7 +1,7 @@
 """Estimate a character n-gram LM from the corpus and write it in the format ``corrector.char_lm`` reads.
 
     python -m training.char_lm --corpus ../shared/data/corpus --out DIR [--order 5] [--smoothing kn|sb]
-        [--prune 0,0,2,2,2] [--vocab-size 7128] [--quant 8] [--holdout-every 200]
+        [--prune 0,0,5,8,10] [--vocab-size 7128] [--quant 8] [--holdout-every 200]
 
 Everything is vectorised numpy: text -> int ids, n-grams packed into uint64 keys (first id most significant,
 base B = vocabulary size incl. specials), counted with sort + run lengths.
@@ -481,10 +481,20 @@ def parse_prune(s: str, order: int) -> list[int]:
     return v
 
 
-def build(corpus: Path, out: Path, order: int, smoothing: str, prune: list[int], vocab_size: int,
-          quant: int, holdout_every: int) -> dict:
+@dataclass
+class Variant:
+    out: Path
+    order: int
+    smoothing: str
+    prune: list[int]
+
+
+def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, quant: int, holdout_every: int) -> list[dict]:
+    """Count once (up to the highest order asked for), then estimate and write every variant."""
     t0 = time.time()
-    key_offsets(order, vocab_size + N_SPECIALS)  # raises if the keys do not fit
+    max_order = max(v.order for v in variants)
+    for v in variants:
+        key_offsets(v.order, vocab_size + N_SPECIALS)  # raises if the keys do not fit
     train, held, files = read_corpus(corpus, holdout_every)
     log(f"read {len(train):,} training lines, {len(held):,} held out ({time.time() - t0:.1f}s)")
     cps = codepoints(train)
@@ -497,67 +507,89 @@ def build(corpus: Path, out: Path, order: int, smoothing: str, prune: list[int],
     del cps
     n_tokens = int((stream != BOS).sum())
     log(f"{stream.size:,} ids ({time.time() - t0:.1f}s); counting")
-    counts = count_all_orders(stream, order, base)
+    counts = count_all_orders(stream, max_order, base)
     del stream
     for k, (_, raw) in enumerate(counts, 1):
         ths = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30, 50)
         log(f"  order {k}: n-grams with count >= t: " + ", ".join(f"{t}:{int((raw >= t).sum()):,}" for t in ths))
-    masks = keep_masks(counts, prune, base)
-    log(f"kept per order: {[int(m.sum()) for m in masks]} ({time.time() - t0:.1f}s); estimating {smoothing}")
-    if smoothing == "kn":
-        tables = estimate_kn(counts, masks, base)
-        missing_bow = 0.0
-    else:
-        tables = estimate_sb(counts, masks, base)
-        missing_bow = math.log(SB_ALPHA)
-    del counts, masks
-    log(f"estimated ({time.time() - t0:.1f}s); writing")
-    meta = write_model(out, tables, base, vocab_cps, vocab_counts, quant, missing_bow)
-    build_s = time.time() - t0
-    (out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-    lm = CharLM.load(out)
-    win = heldout_windows(held, lut, order)
-    ppl = perplexity(lm, win)
-    n_unk = int((win[:, -1] == UNK).sum())
-    size = sum(f.stat().st_size for f in out.iterdir() if f.is_file() and f.suffix == ".npy")
-    meta.update({
-        "smoothing": smoothing,
-        "prune": prune,
-        "discounts": tables.discounts,
-        "sb_alpha": SB_ALPHA if smoothing == "sb" else None,
-        "size_bytes": int(size),
-        "heldout_perplexity": round(ppl, 4),
-        "heldout_tokens": int(win.shape[0]),
-        "heldout_unk_tokens": n_unk,
-        "heldout": f"every {holdout_every}th line of the files in sorted order (1-based)",
-        "train_tokens": n_tokens,
-        "vocab_coverage": coverage,
-        "corpus_files": files,
-        "build_seconds": round(build_s, 1),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
-    })
-    (out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return meta
+    count_s = time.time() - t0
+    metas = []
+    for v in variants:
+        t1 = time.time()
+        cnt = counts[: v.order]
+        masks = keep_masks(cnt, v.prune, base)
+        log(f"{v.out}: order {v.order} {v.smoothing} prune {v.prune}: kept {[int(m.sum()) for m in masks]}")
+        if v.smoothing == "kn":
+            tables = estimate_kn(cnt, masks, base)
+            missing_bow = 0.0
+        else:
+            tables = estimate_sb(cnt, masks, base)
+            missing_bow = math.log(SB_ALPHA)
+        del masks
+        meta = write_model(v.out, tables, base, vocab_cps, vocab_counts, quant, missing_bow)
+        build_s = count_s + time.time() - t1
+        (v.out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        lm = CharLM.load(v.out)
+        win = heldout_windows(held, lut, v.order)
+        ppl = perplexity(lm, win)
+        n_unk = int((win[:, -1] == UNK).sum())
+        size = sum(f.stat().st_size for f in v.out.iterdir() if f.is_file() and f.suffix == ".npy")
+        meta.update({
+            "smoothing": v.smoothing,
+            "prune": v.prune,
+            "discounts": tables.discounts,
+            "sb_alpha": SB_ALPHA if v.smoothing == "sb" else None,
+            "size_bytes": int(size),
+            "heldout_perplexity": round(ppl, 4),
+            "heldout_perplexity_note": None if v.smoothing == "kn" else
+            "stupid backoff scores do not sum to one: this 'perplexity' is not comparable with KN's",
+            "heldout_tokens": int(win.shape[0]),
+            "heldout_unk_tokens": n_unk,
+            "heldout": f"every {holdout_every}th line of the files in sorted order (1-based)",
+            "train_tokens": n_tokens,
+            "vocab_coverage": coverage,
+            "corpus_files": files,
+            "build_seconds": round(build_s, 1),
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+        })
+        (v.out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        log(f"  -> {size / 1e6:.1f} MB, held-out perplexity {ppl:.3f}")
+        metas.append(meta)
+        del tables
+    return metas
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="--out, --order, --smoothing and --prune may be repeated to write several "
+                                        "models from one counting pass (single values apply to all).")
     ap.add_argument("--corpus", type=Path, default=Path("../shared/data/corpus"))
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--order", type=int, default=5)
-    ap.add_argument("--smoothing", choices=("kn", "sb"), default="kn")
-    ap.add_argument("--prune", default="0,0,2,2,2", help="minimum raw count per order, comma-separated")
+    ap.add_argument("--out", type=Path, action="append", required=True)
+    ap.add_argument("--order", type=int, action="append")
+    ap.add_argument("--smoothing", choices=("kn", "sb"), action="append")
+    ap.add_argument("--prune", action="append", help="minimum raw count per order, comma-separated "
+                    "(default 0,0,5,8,10: about 60 MB at order 5)")
     ap.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB, help="characters, specials excluded")
     ap.add_argument("--quant", type=int, choices=(0, 8), default=8)
     ap.add_argument("--holdout-every", type=int, default=200)
     args = ap.parse_args(argv)
-    if args.order < 2:
+    n = len(args.out)
+
+    def each(xs: list | None, default: object) -> list:
+        xs = xs or [default]
+        if len(xs) not in (1, n):
+            ap.error(f"give 1 or {n} values per option (one per --out)")
+        return xs * n if len(xs) == 1 else xs
+
+    orders, smooth, prunes = each(args.order, 5), each(args.smoothing, "kn"), each(args.prune, "0,0,5,8,10")
+    if min(orders) < 2:
         ap.error("--order must be >= 2")
-    meta = build(args.corpus, args.out, args.order, args.smoothing, parse_prune(args.prune, args.order),
-                 args.vocab_size, args.quant, args.holdout_every)
+    variants = [Variant(o, k, s, parse_prune(p, k)) for o, k, s, p in zip(args.out, orders, smooth, prunes)]
+    metas = build(args.corpus, variants, args.vocab_size, args.quant, args.holdout_every)
     keys = ("order", "smoothing", "prune", "ngrams", "size_bytes", "heldout_perplexity", "build_seconds",
             "peak_rss_mb")
-    print(json.dumps({k: meta[k] for k in keys}, ensure_ascii=False))
+    for v, meta in zip(variants, metas):
+        print(json.dumps({"out": str(v.out), **{k: meta[k] for k in keys}}, ensure_ascii=False))
     return 0
 
 
