@@ -9,13 +9,16 @@ Files in an LM directory::
     codepoints.npy         int32 (V,)  code point of each id; -1 for <unk>, <s>, </s>
     unigram_logprob.npy    float32 (V,) ln P(w)        (<s> is never predicted: -99)
     unigram_bow.npy        float32 (V,) ln backoff(w)
-    keys.npy               uint64 (E+4,) every stored n-gram of order 2..N, packed (``key_offsets``), grouped by
-                           hash bucket (``bucket_of``), then 4 EMPTY slots; the arrays below are aligned with it
-    bucket_offsets.npy     uint32 (nb+1,) entries of bucket b are keys[offsets[b]:offsets[b+1]]
-    prob_q.npy, bow_q.npy  uint8 (E,)   quantised ln P(w | h) and ln backoff(h w)
-    prob_codebook.npy      float32 (N+1, 256) per-order code -> value (rows 0 and 1 unused)
-    bow_codebook.npy       float32 (N+1, 256)
-    (unquantised builds have prob.npy, bow.npy float32 (E,) instead of the four files above)
+    table.npy              uint64 (E+4,) one word per stored n-gram of order 2..N, grouped by hash bucket:
+                           (low 48 bits of h) << 16 | prob code << 8 | backoff code, where h = ``mix(key)``
+                           of the packed n-gram (``pack``/``key_offsets``); then 4 padding words.  ``mix`` is a
+                           bijection and the bucket is the top ``hash_bits`` (>= 16) bits of h, so bucket + the
+                           stored 48 bits identify the n-gram exactly: no false hits.
+    bucket_base.npy        uint32 (nb/64+1,) first entry of every block of 64 buckets
+    bucket_off.npy         uint8 (nb+1,)  start of each bucket relative to its block's base
+    prob_codebook.npy      float32 (N+1, 256) per-order code -> ln P(w | h) (rows 0 and 1 unused)
+    bow_codebook.npy       float32 (N+1, 256) per-order code -> ln backoff(h w); code 0 is exactly 0
+    (unquantised builds, ``--quant 0``, have prob.npy and bow.npy, float32 (E+4,), aligned with table.npy)
 
 Ids: 0 = <unk>, 1 = <s>, 2 = </s>, 3.. = characters by falling training frequency.
 
@@ -44,10 +47,12 @@ PAD = -1
 UNK, BOS, EOS = 0, 1, 2
 SPECIALS = ("<unk>", "<s>", "</s>")
 N_SPECIALS = len(SPECIALS)
-FORMAT = "char-ngram-backoff-v1"
-HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
-PROBE = 4  # bucket slots read for every query; keys.npy ends with this many EMPTY slots
-EMPTY = np.uint64(2**64 - 1)  # never a packed key (they stay below sum_k B^k < 2^64 - 1)
+FORMAT = "char-ngram-backoff-v2"
+MIX1 = np.uint64(0x9E3779B97F4A7C15)
+MIX2 = np.uint64(0xBF58476D1CE4E5B9)
+PROBE = 4  # bucket slots read for every query; table.npy ends with this many padding words
+STORED_BITS = 48  # bits of h kept in a table word; the bucket (top hash_bits >= 64 - 48) gives the rest
+BLOCK_BITS = 6  # buckets per bucket_base entry: 64
 MAX_CODEPOINT = 0x110000
 
 IntArray = npt.NDArray[np.int32]
@@ -58,7 +63,8 @@ U64Array = npt.NDArray[np.uint64]
 def key_offsets(order: int, base: int) -> list[int]:
     """Offset added to the packed key of each order so that all orders share one key space.
 
-    Order ``order`` uses [0, B^order), order ``order-1`` the next B^(order-1) values, and so on down to 2.
+    A k-gram (i_1 .. i_k) packs as sum_j i_j * B^(k-j) (first id most significant) + offset[k].  Order
+    ``order`` uses [0, B^order), order ``order-1`` the next B^(order-1) values, and so on down to 2.
     Python ints: exact. Requires sum_{k=2..order} B^k <= 2^64.
     """
     offs = [0] * (order + 1)
@@ -71,15 +77,29 @@ def key_offsets(order: int, base: int) -> list[int]:
     return offs
 
 
-def bucket_of(keys: U64Array, n_buckets: int) -> npt.NDArray[np.int64]:
-    """Bucket of each packed key: multiply-xorshift-multiply, then the top 32 bits scaled onto [0, n_buckets)."""
-    h = np.asarray(keys, dtype=np.uint64) * HASH_MULT
+def mix(keys: U64Array) -> U64Array:
+    """A bijection of uint64 (odd multiplications and xor-shifts are invertible) that spreads the keys."""
+    h = np.asarray(keys, dtype=np.uint64) * MIX1
+    h ^= h >> np.uint64(32)
+    h *= MIX2
     h ^= h >> np.uint64(29)
-    h *= HASH_MULT
-    h >>= np.uint64(32)
-    h *= np.uint64(n_buckets)
-    h >>= np.uint64(32)
-    return h.astype(np.intp)
+    return h
+
+
+def token_name(cp: int) -> str:
+    """ARPA/KenLM token of a character; whitespace and unprintable ones (which ARPA cannot hold) as <U+XXXX>."""
+    ch = chr(cp)
+    return ch if ch.isprintable() and not ch.isspace() else f"<U+{cp:04X}>"
+
+
+def unmix(h: U64Array) -> U64Array:
+    """Inverse of ``mix``."""
+    x = np.asarray(h, dtype=np.uint64).copy()
+    x ^= (x >> np.uint64(29)) ^ (x >> np.uint64(58))
+    x *= np.uint64(pow(int(MIX2), -1, 2**64))
+    x ^= x >> np.uint64(32)
+    x *= np.uint64(pow(int(MIX1), -1, 2**64))
+    return x
 
 
 class CharLM:
@@ -92,24 +112,22 @@ class CharLM:
         self.vocab_size: int = int(meta["vocab_size"])  # ids, specials included
         self.smoothing: str = str(meta["smoothing"])
         self.missing_bow = np.float32(meta["missing_bow"])
-        self._keys: U64Array = np.asarray(arrays["keys"])
-        self._offsets = np.asarray(arrays["bucket_offsets"])
-        self._n_buckets = int(self._offsets.shape[0] - 1)
-        self.quantised = "prob_q" in arrays
+        self._table: U64Array = np.asarray(arrays["table"])
+        self._base = np.asarray(arrays["bucket_base"])
+        self._off = np.asarray(arrays["bucket_off"])
+        self._shift = np.uint64(64 - int(meta["hash_bits"]))
+        self.quantised = "prob" not in arrays
         if self.quantised:
-            self._prob_q = np.asarray(arrays["prob_q"])
-            self._bow_q = np.asarray(arrays["bow_q"])
-            self._prob_cb = np.ascontiguousarray(arrays["prob_codebook"], dtype=np.float32).ravel()
-            self._bow_cb = np.ascontiguousarray(arrays["bow_codebook"], dtype=np.float32).ravel()
+            self._prob_cb = np.ascontiguousarray(arrays["prob_codebook"], dtype=np.float32)
+            self._bow_cb = np.ascontiguousarray(arrays["bow_codebook"], dtype=np.float32)
         else:
             self._prob = np.asarray(arrays["prob"])
             self._bow = np.asarray(arrays["bow"])
         self._uni_p = np.asarray(arrays["unigram_logprob"], dtype=np.float32)
         self._uni_b = np.asarray(arrays["unigram_bow"], dtype=np.float32)
         self._codepoints = np.asarray(arrays["codepoints"], dtype=np.int32)
-        self._max_bucket = int(meta["max_bucket"])
-        if int(meta.get("probe", -1)) != PROBE:
-            raise CorrectorError(f"{path}: LM written for probe={meta.get('probe')}, this reader needs {PROBE}")
+        if int(meta["block_bits"]) != BLOCK_BITS or not 64 - STORED_BITS <= int(meta["hash_bits"]) <= 40:
+            raise CorrectorError(f"{path}: unsupported hash layout {meta['hash_bits']}/{meta['block_bits']}")
         offs = key_offsets(self.order, self.vocab_size)
         self._offs = [np.uint64(o) for o in offs]
         self._mults = [np.uint64(self.vocab_size**j) for j in range(self.order)]
@@ -128,12 +146,11 @@ class CharLM:
             raise CorrectorError(f"no character LM at {p} (missing meta.json)")
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("format") != FORMAT:
-            raise CorrectorError(f"{meta_path}: unknown LM format {meta.get('format')!r}, expected {FORMAT!r}")
-        names: tuple[str, ...] = ("keys", "bucket_offsets", "unigram_logprob", "unigram_bow", "codepoints")
-        if (p / "prob.npy").is_file():
-            names += ("prob", "bow")
-        else:
-            names += ("prob_q", "bow_q", "prob_codebook", "bow_codebook")
+            raise CorrectorError(f"{meta_path}: LM format {meta.get('format')!r}, this reader reads {FORMAT!r}; "
+                                 "rebuild it with python -m training.char_lm")
+        names: tuple[str, ...] = ("table", "bucket_base", "bucket_off", "unigram_logprob", "unigram_bow",
+                                  "codepoints")
+        names += ("prob", "bow") if (p / "prob.npy").is_file() else ("prob_codebook", "bow_codebook")
         arrays: dict[str, np.ndarray] = {}
         for name in names:
             f = p / f"{name}.npy"
@@ -153,6 +170,11 @@ class CharLM:
             lut[self._codepoints[real]] = ids[real]
             self._lut = lut
         return self._lut
+
+    @property
+    def codepoints(self) -> IntArray:
+        """Code point of every id (-1 for <unk>, <s>, </s>)."""
+        return self._codepoints
 
     def encode(self, text: str) -> IntArray:
         """Ids of the characters of ``text`` (no <s>/</s>); characters outside the vocabulary -> <unk>."""
@@ -178,42 +200,47 @@ class CharLM:
         return float(self.token_logprobs(self.encode_sentence(text)).sum(dtype=np.float64))
 
     # ------------------------------------------------------------------ scoring
+    def _starts(self, bucket: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        return self._base.take(bucket >> np.uint64(BLOCK_BITS)).astype(np.int64) + self._off.take(bucket)
+
     def _lookup(self, q: U64Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
-        """Find packed keys: (found, entry index). The first ``PROBE`` slots of each key's bucket are read
-        for every query (keys.npy carries ``PROBE`` sentinel slots at its end, so no bounds checks); the
-        rest of the rare longer buckets only for what is still unresolved."""
-        nq = q.shape[0]
-        b = bucket_of(q, self._n_buckets)
-        s = self._offsets.take(b).astype(np.int64)
-        eqs = np.empty((nq, PROBE), dtype=bool)
-        for j in range(PROBE):
-            np.equal(self._keys.take(s + j if j else s), q, out=eqs[:, j])
-        v = eqs.view(np.uint32).ravel()  # PROBE == 4 bools -> one little-endian word; byte j set = slot j
-        hit = v != 0
-        idx = s + (v > 0xFF) + (v > 0xFFFF) + (v > 0xFFFFFF)
-        if self._max_bucket > PROBE:
-            rest = np.flatnonzero(~hit)
-            if rest.size:
-                length = self._offsets.take(b[rest] + 1).astype(np.int64) - s[rest]
-                rest = rest[length > PROBE]
-                j = PROBE
-                while rest.size and j < self._max_bucket:
-                    f = self._keys.take(s[rest] + j) == q[rest]
-                    r = rest[f]
-                    hit[r] = True
-                    idx[r] = s[r] + j
-                    j += 1
-                    rest = rest[~f]
-                    rest = rest[self._offsets.take(b[rest] + 1).astype(np.int64) - s[rest] > j]
+        """Find packed keys: (found, table index). The first ``PROBE`` slots of each key's bucket are read
+        for every query, the rest of the (rare) longer buckets only for what is still unresolved."""
+        h = mix(q)
+        bk = h >> self._shift
+        tag = h << np.uint64(64 - STORED_BITS)
+        s = self._starts(bk)
+        length = self._starts(bk + np.uint64(1)) - s
+        hi = np.uint64(((1 << STORED_BITS) - 1) << (64 - STORED_BITS))
+        t = self._table
+        m0 = ((t.take(s) & hi) == tag) & (length > 0)
+        m1 = ((t.take(s + 1) & hi) == tag) & (length > 1)
+        m2 = ((t.take(s + 2) & hi) == tag) & (length > 2)
+        m3 = ((t.take(s + 3) & hi) == tag) & (length > 3)
+        hit = m0 | m1 | m2 | m3
+        idx = s + m1 + m2.view(np.int8) * np.int8(2) + m3.view(np.int8) * np.int8(3)
+        rest = np.flatnonzero(length > PROBE)
+        if rest.size:
+            rest = rest[~hit[rest]]
+            j = PROBE
+            while rest.size:
+                f = (t.take(s[rest] + j) & hi) == tag[rest]
+                r = rest[f]
+                hit[r] = True
+                idx[r] = s[r] + j
+                j += 1
+                rest = rest[~f]
+                rest = rest[length[rest] > j]
         return hit, idx
 
     def _value(self, is_prob: bool, k: int, ix: npt.NDArray[np.int64]) -> FloatArray:
-        """ln P (is_prob) or ln backoff of entries ``ix`` of order ``k``."""
+        """ln P (is_prob) or ln backoff of table entries ``ix`` of order ``k``."""
         if not self.quantised:
             return (self._prob if is_prob else self._bow).take(ix)
-        cb = self._prob_cb if is_prob else self._bow_cb
-        codes = (self._prob_q if is_prob else self._bow_q).take(ix)
-        return cb.take(codes.astype(np.intp) + k * 256)
+        w = self._table.take(ix)
+        if is_prob:
+            return self._prob_cb[k].take((w >> np.uint64(8)) & np.uint64(0xFF))
+        return self._bow_cb[k].take(w & np.uint64(0xFF))
 
     def logprob(self, ngrams: npt.ArrayLike) -> FloatArray:
         """Natural-log P(last id | the previous order-1 ids) for each row of an (N, order) int array.
@@ -293,13 +320,38 @@ class CharLM:
             raise ValueError(f"an n-gram of 1..{self.order} ids in [0, {self.vocab_size}) expected")
         if k == 1:
             return float(self._uni_p[g[0]]), float(self._uni_b[g[0]])
-        key = sum(int(x) * self.vocab_size ** (k - 1 - i) for i, x in enumerate(g.tolist()))
-        found, idx = self._lookup(np.array([key + int(self._offs[k])], dtype=np.uint64))
+        key = sum(int(x) * self.vocab_size ** (k - 1 - i) for i, x in enumerate(g.tolist())) + int(self._offs[k])
+        found, idx = self._lookup(np.array([key], dtype=np.uint64))
         if not found[0]:
             return None
         return float(self._value(True, k, idx)[0]), float(self._value(False, k, idx)[0])
 
     # ------------------------------------------------------------------ info
+    def stored_ngrams(self) -> dict[int, tuple[IntArray, FloatArray, FloatArray]]:
+        """Every stored n-gram, decoded from the table: {order: (ids (M, order), ln P, ln backoff)}, each
+        order sorted by packed key. For export and inspection (reads the whole table)."""
+        n, V = self.order, self.vocab_size
+        out: dict[int, tuple[IntArray, FloatArray, FloatArray]] = {
+            1: (np.arange(V, dtype=np.int32)[:, None], self._uni_p.copy(), self._uni_b.copy())}
+        e = self._table.shape[0] - PROBE
+        hb = 64 - int(self._shift)
+        nb = 1 << hb
+        starts = self._starts(np.arange(nb + 1, dtype=np.uint64))
+        bucket = (np.searchsorted(starts, np.arange(e), side="right") - 1).astype(np.uint64)
+        words = self._table[:e]
+        low = (words >> np.uint64(64 - STORED_BITS)) & np.uint64((1 << (64 - hb)) - 1)
+        keys = unmix((bucket << np.uint64(64 - hb)) | low)
+        ix = np.arange(e)
+        for k in range(2, n + 1):
+            lo = self._offs[k]
+            sel = np.flatnonzero((keys >= lo) & (keys - lo < np.uint64(V**k)))
+            packed = keys[sel] - lo
+            srt = np.argsort(packed)
+            sel, packed = sel[srt], packed[srt]
+            ids = np.stack([(packed // np.uint64(V ** (k - 1 - j))) % np.uint64(V) for j in range(k)], axis=1)
+            out[k] = (ids.astype(np.int32), self._value(True, k, ix[sel]), self._value(False, k, ix[sel]))
+        return out
+
     def size_bytes(self) -> int:
         return int(sum(f.stat().st_size for f in self.path.iterdir() if f.suffix == ".npy"))
 

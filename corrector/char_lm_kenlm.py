@@ -2,7 +2,8 @@
 ``CharLM`` interface. Needs the optional ``kenlm`` module (no wheels, needs a compiler), never a base
 dependency; scoring is one kenlm call per query, so it is much slower than the built-in format.
 
-Tokens of the model are single characters (space-separated in its training text), plus <s>, </s>, <unk>.
+Tokens of the model are single characters (space-separated in its training text), plus <s>, </s>, <unk>;
+whitespace characters as <U+XXXX> (how ``--to-arpa`` writes them).
 Ids here: 0 = <unk>, 1 = <s>, 2 = </s>, code point + 3 for every character; ``PAD`` as in ``CharLM``.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .char_lm import BOS, EOS, N_SPECIALS, PAD, UNK
+from .char_lm import BOS, EOS, N_SPECIALS, PAD, UNK, token_name
 from .types import CorrectorError
 
 LN10 = math.log(10.0)
@@ -76,7 +77,7 @@ class KenLMCharLM:
             return "</s>"
         if i == UNK:
             return "<unk>"
-        return chr(i - N_SPECIALS)
+        return token_name(i - N_SPECIALS)
 
     def logprob(self, ngrams: npt.ArrayLike) -> npt.NDArray[np.float32]:
         ng = np.asarray(ngrams)

@@ -319,3 +319,67 @@ def test_kenlm_models_need_the_optional_module(tmp_path: Path) -> None:
         lm = CharLM.load(arpa)
         assert lm.order == 1
         assert lm.logprob(np.array([[EOS]]))[0] == pytest.approx(-0.3 * math.log(10), abs=1e-5)
+
+
+def test_hash_table_finds_exactly_the_stored_ngrams(tmp_path: Path) -> None:
+    """Enough entries for buckets longer than the first probe: every stored n-gram is found with its own
+    value, and n-grams that differ from a stored one in one id are not."""
+    rng = np.random.default_rng(0)
+    base = 1000
+    keys3 = np.unique(rng.integers(0, base**3, size=120_000).astype(np.uint64))
+    # closed under prefixes and suffixes, as the estimator writes them
+    keys2 = np.unique(np.concatenate((keys3 // np.uint64(base), keys3 % np.uint64(base**2))))
+    lp = [np.full(base, -5.0), -rng.random(keys2.size) * 10, -rng.random(keys3.size) * 10]
+    lb = [np.zeros(base), -rng.random(keys2.size), np.zeros(keys3.size)]
+    t = build_lm.Tables([np.arange(base, dtype=np.uint64), keys2, keys3], lp, lb, [])
+    meta = build_lm.write_model(tmp_path, t, base, np.arange(base - 3) + 0x4E00, np.ones(base - 3), 0, 0.0)
+    assert meta["max_bucket"] > 4
+    (tmp_path / "meta.json").write_text(__import__("json").dumps(meta), encoding="utf-8")
+    lm = CharLM.load(tmp_path)
+    ids = np.stack([keys3 // base**2, keys3 // base % base, keys3 % base], axis=1).astype(np.int32)
+    np.testing.assert_array_equal(lm.logprob(ids), lp[2].astype(np.float32))
+    # change the first id: the trigram is (almost surely) not stored, so the result backs off
+    other = ids.copy()
+    other[:, 0] = (other[:, 0] + 1) % base
+    stored = np.isin(other[:, 0].astype(np.uint64) * base**2 + other[:, 1] * base + other[:, 2], keys3)
+    got = lm.logprob(other[~stored][:500])
+    want = [reference_logprob(lm, r) for r in other[~stored][:500].tolist()]
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    assert not np.isin(got, lp[2].astype(np.float32)).all()
+
+
+def test_arpa_round_trip_keeps_every_probability(lms: dict[str, CharLM], tmp_path: Path) -> None:
+    lm = lms["kn_pruned"]
+    arpa = tmp_path / "lm.arpa"
+    assert build_lm.main(["--to-arpa", str(lm.path), "--out", str(arpa)]) == 0
+    text = arpa.read_text(encoding="utf-8")
+    assert f"ngram 3={lm.meta['ngrams'][2]}" in text and "-99\t<s>\t" in text
+    # drop one bigram that is the suffix of a stored trigram: the importer must restore it by backoff
+    lines = text.splitlines()
+    tri = next(line for line in lines if line.count("\t") == 1 and len(line.split("\t")[1].split()) == 3)
+    w1, w2, w3 = tri.split("\t")[1].split()
+    suffix = next(i for i, line in enumerate(lines) if line.split("\t")[1:2] == [f"{w2} {w3}"])
+    del lines[suffix]
+    lines = [line.replace(f"ngram 2={lm.meta['ngrams'][1]}", f"ngram 2={lm.meta['ngrams'][1] - 1}")
+             for line in lines]
+    arpa.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "imported"
+    assert build_lm.main(["--from-arpa", str(arpa), "--out", str(out), "--quant", "0",
+                          "--corpus", str(tmp_path / "no-corpus")]) == 0
+    back = CharLM.load(out)
+    assert back.meta["added_for_closure"] == [0, 1, 0]  # per order 1..3
+    rows = some_windows(lm, seed=3)
+    text_rows = [[int(x) for x in r] for r in rows.tolist()]
+    # ids differ between the two models (the importer orders characters by unigram probability): map them
+    chars = {i: int(c) for i, c in enumerate(lm.codepoints.tolist())}
+    to_back = {i: (i if i < 3 else int(back.encode(chr(chars[i]))[0])) for i in range(lm.vocab_size)}
+    mapped = np.array([[x if x == PAD else to_back[x] for x in r] for r in text_rows], dtype=np.int32)
+    np.testing.assert_allclose(back.logprob(mapped), lm.logprob(rows), atol=1e-5)
+    try:
+        import kenlm  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return
+    ken = CharLM.load(arpa)  # KenLM itself, through the adapter: same numbers, same PAD/<s> convention
+    sent = "今天天气很好，我们去公园散步。"
+    np.testing.assert_allclose(ken.token_logprobs(ken.encode_sentence(sent)),
+                               back.token_logprobs(back.encode_sentence(sent)), atol=1e-4)

@@ -46,24 +46,24 @@ from pathlib import Path
 import numpy as np
 
 from corrector.char_lm import (
+    BLOCK_BITS,
     BOS,
-    EMPTY,
     EOS,
     FORMAT,
     N_SPECIALS,
     PAD,
     PROBE,
     SPECIALS,
+    STORED_BITS,
     UNK,
     CharLM,
-    bucket_of,
     key_offsets,
+    mix,
 )
 
 DEFAULT_VOCAB = 7128  # the most that keeps 5-gram keys (+ the lower orders' key ranges) inside uint64
 SB_ALPHA = 0.4
 UNIGRAM_BOS_LOGPROB = -99.0
-BUCKET_LOAD = 2.0  # mean entries per hash bucket
 
 
 def log(msg: str) -> None:
@@ -395,38 +395,45 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
         all_keys.append(t.keys[k - 1] + np.uint64(offs[k]))
         all_p.append(t.logp[k - 1])
         all_b.append(t.logbow[k - 1])
-    keys = np.concatenate(all_keys) if all_keys else np.zeros(0, dtype=np.uint64)
-    e = keys.size
-    n_buckets = max(1, int(math.ceil(e / BUCKET_LOAD)))
-    b = bucket_of(keys, n_buckets)
-    perm = np.argsort(b, kind="stable")
-    bc = np.bincount(b, minlength=n_buckets)
-    offsets = np.concatenate(([0], np.cumsum(bc))).astype(np.uint32)
-    pad = np.full(PROBE, EMPTY, dtype=np.uint64)
-    np.save(out / "keys.npy", np.concatenate((keys[perm], pad)))
-    np.save(out / "bucket_offsets.npy", offsets)
+    h = mix(np.concatenate(all_keys) if all_keys else np.zeros(0, dtype=np.uint64))
+    e = h.size
+    # 2^hash_bits buckets, 1 < entries per bucket <= 2 (and at least 2^16 buckets: bucket + 48 stored bits = h)
+    hash_bits = max(64 - STORED_BITS, int(math.ceil(math.log2(max(e, 2) / 2.0))))
+    n_buckets = 1 << hash_bits
+    bk = (h >> np.uint64(64 - hash_bits)).astype(np.int64)
+    perm = np.argsort(h, kind="stable")
+    bc = np.bincount(bk, minlength=n_buckets)
+    starts = np.concatenate(([0], np.cumsum(bc)))
+    block_base = starts[:: 1 << BLOCK_BITS]
+    if block_base.size != (n_buckets >> BLOCK_BITS) + 1:
+        raise AssertionError("bucket blocks misaligned")
+    rel = starts - np.repeat(block_base, 1 << BLOCK_BITS)[: n_buckets + 1]
+    if rel.max() > 255:
+        raise SystemExit(f"a block of {1 << BLOCK_BITS} buckets holds {rel.max()} entries (> 255); "
+                         "this should not happen with <= 2 entries per bucket")
+    codes = np.zeros(e, dtype=np.uint64)
     if quant:
-        pq = np.zeros(e, dtype=np.uint8)
-        bq = np.zeros(e, dtype=np.uint8)
         pbook = np.zeros((order + 1, 256), dtype=np.float32)
         bbook = np.zeros((order + 1, 256), dtype=np.float32)
         pos = 0
         for i, k in enumerate(range(2, order + 1)):
             n = all_p[i].size
-            c, book = quantise(all_p[i], quant, exact_zero=False)
-            pq[pos:pos + n], pbook[k, : book.size] = c, book
-            c, book = quantise(all_b[i], quant, exact_zero=True)
-            bq[pos:pos + n], bbook[k, : book.size] = c, book
+            pc, book = quantise(all_p[i], quant, exact_zero=False)
+            pbook[k, : book.size] = book
+            bc_, book = quantise(all_b[i], quant, exact_zero=True)
+            bbook[k, : book.size] = book
+            codes[pos:pos + n] = (pc.astype(np.uint64) << np.uint64(8)) | bc_.astype(np.uint64)
             pos += n
-        z = np.zeros(PROBE, dtype=np.uint8)
-        np.save(out / "prob_q.npy", np.concatenate((pq[perm], z)))
-        np.save(out / "bow_q.npy", np.concatenate((bq[perm], z)))
         np.save(out / "prob_codebook.npy", pbook)
         np.save(out / "bow_codebook.npy", bbook)
     else:
         z32 = np.zeros(PROBE, dtype=np.float32)
         np.save(out / "prob.npy", np.concatenate((np.concatenate(all_p).astype(np.float32)[perm], z32)))
         np.save(out / "bow.npy", np.concatenate((np.concatenate(all_b).astype(np.float32)[perm], z32)))
+    words = (h << np.uint64(64 - STORED_BITS)) | codes
+    np.save(out / "table.npy", np.concatenate((words[perm], np.zeros(PROBE, dtype=np.uint64))))
+    np.save(out / "bucket_base.npy", block_base.astype(np.uint32))
+    np.save(out / "bucket_off.npy", rel.astype(np.uint8))
     np.save(out / "unigram_logprob.npy", t.logp[0].astype(np.float32))
     np.save(out / "unigram_bow.npy", t.logbow[0].astype(np.float32))
     cps = np.concatenate((np.full(N_SPECIALS, -1, dtype=np.int32), vocab_cps.astype(np.int32)))
@@ -445,9 +452,9 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
         "missing_bow": missing_bow,
         "ngrams": [int(x.size) for x in t.keys],
         "entries": int(e),
-        "n_buckets": n_buckets,
+        "hash_bits": hash_bits,
+        "block_bits": BLOCK_BITS,
         "max_bucket": int(bc.max()) if bc.size else 0,
-        "probe": PROBE,
         "quant_bits": quant,
         "smoothing": "sb" if missing_bow else "kn",
     }
@@ -559,6 +566,36 @@ def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, quant: int
     return metas
 
 
+def convert(from_arpa: Path | None, to_arpa: Path | None, out: Path, quant: int, corpus: Path,
+            holdout_every: int) -> int:
+    from training.char_lm_arpa import arpa_to_tables, write_arpa
+
+    t0 = time.time()
+    if to_arpa is not None:
+        counts = write_arpa(to_arpa, out)
+        print(json.dumps({"out": str(out), "ngrams": counts, "seconds": round(time.time() - t0, 1)}))
+        return 0
+    assert from_arpa is not None
+    tables, vocab_cps, order, added = arpa_to_tables(from_arpa)
+    base = vocab_cps.size + N_SPECIALS
+    meta = write_model(out, tables, base, vocab_cps, np.zeros(vocab_cps.size, dtype=np.int64), quant, 0.0)
+    meta.update({"smoothing": "arpa", "source": str(from_arpa), "added_for_closure": added[1:],
+                 "prune": None})
+    (out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    if corpus.is_dir():
+        _, held, _ = read_corpus(corpus, holdout_every)
+        lm = CharLM.load(out)
+        win = heldout_windows(held, make_lut(vocab_cps), order)
+        meta["heldout_perplexity"] = round(perplexity(lm, win), 4)
+        meta["heldout"] = f"every {holdout_every}th line of {corpus} (sorted files, 1-based)"
+    meta["size_bytes"] = int(sum(f.stat().st_size for f in out.iterdir() if f.suffix == ".npy"))
+    meta["build_seconds"] = round(time.time() - t0, 1)
+    (out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({k: meta.get(k) for k in ("order", "ngrams", "added_for_closure", "size_bytes",
+                                                "heldout_perplexity")}))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="--out, --order, --smoothing and --prune may be repeated to write several "
@@ -572,8 +609,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB, help="characters, specials excluded")
     ap.add_argument("--quant", type=int, choices=(0, 8), default=8)
     ap.add_argument("--holdout-every", type=int, default=200)
+    ap.add_argument("--from-arpa", type=Path, help="convert this ARPA model (e.g. KenLM's) into --out")
+    ap.add_argument("--to-arpa", type=Path, help="write the LM directory given here as ARPA text to --out")
     args = ap.parse_args(argv)
     n = len(args.out)
+    if args.from_arpa or args.to_arpa:
+        if n != 1:
+            ap.error("--from-arpa / --to-arpa take one --out")
+        return convert(args.from_arpa, args.to_arpa, args.out[0], args.quant, args.corpus, args.holdout_every)
 
     def each(xs: list | None, default: object) -> list:
         xs = xs or [default]
