@@ -11,7 +11,7 @@ Files in an LM directory::
     unigram_bow.npy        float32 (V,) ln backoff(w)
     table.npy              uint64 (E+4,) one word per stored n-gram of order 2..N, grouped by hash bucket:
                            (low 48 bits of h) << 16 | prob code << 8 | backoff code, where h = ``mix(key)``
-                           of the packed n-gram (``pack``/``key_offsets``); then 4 padding words.  ``mix`` is a
+                           of the packed n-gram (``pack``/``key_offsets``); then padding words (0).  ``mix`` is a
                            bijection and the bucket is the top ``hash_bits`` (>= 16) bits of h, so bucket + the
                            stored 48 bits identify the n-gram exactly: no false hits.
     bucket_base.npy        uint32 (nb/64+1,) first entry of every block of 64 buckets
@@ -50,7 +50,7 @@ N_SPECIALS = len(SPECIALS)
 FORMAT = "char-ngram-backoff-v2"
 MIX1 = np.uint64(0x9E3779B97F4A7C15)
 MIX2 = np.uint64(0xBF58476D1CE4E5B9)
-PROBE = 4  # bucket slots read for every query; table.npy ends with this many padding words
+PROBE = 4  # bucket slots read for every query when bucket lengths are checked
 STORED_BITS = 48  # bits of h kept in a table word; the bucket (top hash_bits >= 64 - 48) gives the rest
 BLOCK_BITS = 6  # buckets per bucket_base entry: 64
 MAX_CODEPOINT = 0x110000
@@ -116,6 +116,8 @@ class CharLM:
         self._base = np.asarray(arrays["bucket_base"])
         self._off = np.asarray(arrays["bucket_off"])
         self._shift = np.uint64(64 - int(meta["hash_bits"]))
+        self._guarded = bool(meta.get("guarded", False))
+        self._guard = 1 << (int(meta["hash_bits"]) - 16)
         self.quantised = "prob" not in arrays
         if self.quantised:
             self._prob_cb = np.ascontiguousarray(arrays["prob_codebook"], dtype=np.float32)
@@ -200,17 +202,51 @@ class CharLM:
         return float(self.token_logprobs(self.encode_sentence(text)).sum(dtype=np.float64))
 
     # ------------------------------------------------------------------ scoring
-    def _starts(self, bucket: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
-        return self._base.take(bucket >> np.uint64(BLOCK_BITS)).astype(np.int64) + self._off.take(bucket)
+    def _starts(self, bucket: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return self._base.take(bucket >> BLOCK_BITS).astype(np.int64) + self._off.take(bucket)
 
     def _lookup(self, q: U64Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
-        """Find packed keys: (found, table index). The first ``PROBE`` slots of each key's bucket are read
-        for every query, the rest of the (rare) longer buckets only for what is still unresolved."""
+        """Find packed keys: (found, table index)."""
+        return self._lookup_guarded(q) if self._guarded else self._lookup_bounded(q)
+
+    def _lookup_guarded(self, q: U64Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        """Without reading bucket ends. A table word carries the low ``hash_bits - 16`` bits of its bucket
+        (inside the 48 stored bits), and the writer checked (meta ``guarded``) that the slots read from any
+        bucket's start on lie within ``2^(hash_bits-16)`` buckets of it: so a word from another bucket never
+        equals the query's tag, and a word whose bucket bits differ ends the bucket."""
         h = mix(q)
-        bk = h >> self._shift
+        bk = (h >> self._shift).view(np.int64)
         tag = h << np.uint64(64 - STORED_BITS)
         s = self._starts(bk)
-        length = self._starts(bk + np.uint64(1)) - s
+        t = self._table
+        hi = np.uint64(((1 << STORED_BITS) - 1) << (64 - STORED_BITS))
+        m0 = (t.take(s) & hi) == tag
+        w1 = t.take(s + 1)
+        m1 = (w1 & hi) == tag
+        hit = m0 | m1
+        idx = s + m1
+        bsh = np.uint64(80 - (64 - int(self._shift)))  # word bits [80 - hash_bits, 64) = low bucket bits
+        bmask = np.int64(self._guard - 1)
+        rest = np.flatnonzero(~hit & ((w1 >> bsh).view(np.int64) == (bk & bmask)))
+        j = 2
+        while rest.size:
+            w = t.take(s[rest] + j)
+            f = (w & hi) == tag[rest]
+            r = rest[f]
+            hit[r] = True
+            idx[r] = s[r] + j
+            j += 1
+            rest = rest[~f & ((w >> bsh).view(np.int64) == (bk[rest] & bmask))]
+        return hit, idx
+
+    def _lookup_bounded(self, q: U64Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        """The first ``PROBE`` slots of each key's bucket are read for every query (masked by the bucket's
+        length), the rest of the (rare) longer buckets only for what is still unresolved."""
+        h = mix(q)
+        bk = (h >> self._shift).view(np.int64)  # < 2^40
+        tag = h << np.uint64(64 - STORED_BITS)
+        s = self._starts(bk)
+        length = self._starts(bk + 1) - s
         hi = np.uint64(((1 << STORED_BITS) - 1) << (64 - STORED_BITS))
         t = self._table
         m0 = ((t.take(s) & hi) == tag) & (length > 0)
@@ -333,10 +369,10 @@ class CharLM:
         n, V = self.order, self.vocab_size
         out: dict[int, tuple[IntArray, FloatArray, FloatArray]] = {
             1: (np.arange(V, dtype=np.int32)[:, None], self._uni_p.copy(), self._uni_b.copy())}
-        e = self._table.shape[0] - PROBE
+        e = int(self.meta["entries"])
         hb = 64 - int(self._shift)
         nb = 1 << hb
-        starts = self._starts(np.arange(nb + 1, dtype=np.uint64))
+        starts = self._starts(np.arange(nb + 1, dtype=np.int64))
         bucket = (np.searchsorted(starts, np.arange(e), side="right") - 1).astype(np.uint64)
         words = self._table[:e]
         low = (words >> np.uint64(64 - STORED_BITS)) & np.uint64((1 << (64 - hb)) - 1)

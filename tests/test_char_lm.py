@@ -309,7 +309,8 @@ def test_load_errors(tmp_path: Path) -> None:
 
 def test_kenlm_models_need_the_optional_module(tmp_path: Path) -> None:
     arpa = tmp_path / "user.arpa"
-    arpa.write_text("\\data\\\nngram 1=3\n\n\\1-grams:\n-1.0\t<unk>\n-99\t<s>\t0\n-0.3\t</s>\n\n\\end\\\n")
+    arpa.write_text("\\data\\\nngram 1=4\nngram 2=1\n\n\\1-grams:\n-1.0\t<unk>\n-99\t<s>\t-0.2\n-0.3\t</s>\n"
+                    "-0.5\t好\t0\n\n\\2-grams:\n-0.1\t<s> 好\n\n\\end\\\n", encoding="utf-8")
     try:
         import kenlm  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
@@ -317,8 +318,11 @@ def test_kenlm_models_need_the_optional_module(tmp_path: Path) -> None:
             CharLM.load(arpa)
     else:
         lm = CharLM.load(arpa)
-        assert lm.order == 1
-        assert lm.logprob(np.array([[EOS]]))[0] == pytest.approx(-0.3 * math.log(10), abs=1e-5)
+        assert lm.order == 2
+        hao = int(lm.encode("好")[0])
+        got = lm.logprob(np.array([[BOS, hao], [PAD, EOS], [BOS, EOS], [hao, hao]]))
+        want = np.array([-0.1, -0.3, -0.2 - 0.3, -0.5]) * math.log(10)
+        np.testing.assert_allclose(got, want, atol=1e-5)
 
 
 def test_hash_table_finds_exactly_the_stored_ngrams(tmp_path: Path) -> None:
@@ -383,3 +387,26 @@ def test_arpa_round_trip_keeps_every_probability(lms: dict[str, CharLM], tmp_pat
     sent = "今天天气很好，我们去公园散步。"
     np.testing.assert_allclose(ken.token_logprobs(ken.encode_sentence(sent)),
                                back.token_logprobs(back.encode_sentence(sent)), atol=1e-4)
+
+
+@pytest.mark.slow
+def test_guarded_lookup_equals_bounded_lookup(tmp_path: Path) -> None:
+    """Big enough (2^21 buckets) for the writer to certify the bucket-bit guard: the fast lookup, which
+    never reads bucket lengths, finds exactly what the length-checked one finds."""
+    rng = np.random.default_rng(1)
+    base = 7000
+    keys2 = np.unique(rng.integers(0, base**2, size=2_300_000).astype(np.uint64))
+    lp = [np.full(base, -5.0), -rng.random(keys2.size) * 10]
+    lb = [np.zeros(base), -rng.random(keys2.size)]
+    t = build_lm.Tables([np.arange(base, dtype=np.uint64), keys2], lp, lb, [])
+    meta = build_lm.write_model(tmp_path, t, base, np.arange(base - 3) + 0x4E00, np.ones(base - 3), 8, 0.0)
+    assert meta["guarded"] and meta["hash_bits"] >= 21
+    (tmp_path / "meta.json").write_text(__import__("json").dumps(meta), encoding="utf-8")
+    lm = CharLM.load(tmp_path)
+    q = np.concatenate((keys2[rng.integers(0, keys2.size, 200_000)],
+                        rng.integers(0, base**2, 200_000).astype(np.uint64))) + np.uint64(lm._offs[2])
+    fast = lm._lookup_guarded(q)
+    slow = lm._lookup_bounded(q)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1][fast[0]], slow[1][slow[0]])
+    assert fast[0][:200_000].all()

@@ -431,7 +431,10 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
         np.save(out / "prob.npy", np.concatenate((np.concatenate(all_p).astype(np.float32)[perm], z32)))
         np.save(out / "bow.npy", np.concatenate((np.concatenate(all_b).astype(np.float32)[perm], z32)))
     words = (h << np.uint64(64 - STORED_BITS)) | codes
-    np.save(out / "table.npy", np.concatenate((words[perm], np.zeros(PROBE, dtype=np.uint64))))
+    max_bucket = int(bc.max()) if bc.size else 0
+    guarded = guard_holds(starts, n_buckets, hash_bits, max(max_bucket, 1) + 1)
+    pad_words = max(PROBE, max_bucket + 1)
+    np.save(out / "table.npy", np.concatenate((words[perm], np.zeros(pad_words, dtype=np.uint64))))
     np.save(out / "bucket_base.npy", block_base.astype(np.uint32))
     np.save(out / "bucket_off.npy", rel.astype(np.uint8))
     np.save(out / "unigram_logprob.npy", t.logp[0].astype(np.float32))
@@ -454,10 +457,25 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
         "entries": int(e),
         "hash_bits": hash_bits,
         "block_bits": BLOCK_BITS,
-        "max_bucket": int(bc.max()) if bc.size else 0,
+        "max_bucket": max_bucket,
+        "guarded": guarded,
         "quant_bits": quant,
         "smoothing": "sb" if missing_bow else "kn",
     }
+
+
+def guard_holds(starts: np.ndarray, n_buckets: int, hash_bits: int, window: int) -> bool:
+    """Whether the reader may skip bucket lengths: from every bucket's first slot, the next ``window`` slots
+    (the padding after the table counts as bucket n_buckets) lie in buckets less than 2^(hash_bits-16) after
+    it, so the bucket bits inside a stored word tell its bucket apart from the query's."""
+    guard = 1 << (hash_bits - 16)
+    if guard < 2:
+        return False
+    e = int(starts[-1])
+    slot_bucket = np.repeat(np.arange(n_buckets, dtype=np.int64), np.diff(starts))
+    last = starts[:-1] + window - 1
+    at = np.where(last < e, slot_bucket[np.minimum(last, max(e - 1, 0))] if e else n_buckets, n_buckets)
+    return bool(((at - np.arange(n_buckets)) < guard).all())
 
 
 # ---------------------------------------------------------------------------------------------- evaluation
