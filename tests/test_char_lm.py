@@ -49,8 +49,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 def build(corpus: tuple[Path, list[str]], tmp: Path, name: str, order: int = 3, smoothing: str = "kn",
           prune: tuple[int, ...] = (0, 0, 0), quant: int = 0) -> CharLM:
     out = tmp / name
-    variant = build_lm.Variant(out, order, smoothing, list(prune))
-    build_lm.build(corpus[0], [variant], vocab_size=VOCAB, quant=quant, holdout_every=0)
+    variant = build_lm.Variant(out, order, smoothing, list(prune), quant)
+    build_lm.build(corpus[0], [variant], vocab_size=VOCAB, holdout_every=0)
     return CharLM.load(out)
 
 

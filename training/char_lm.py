@@ -499,6 +499,41 @@ def perplexity(lm: CharLM, windows: np.ndarray, chunk: int = 200_000) -> float:
     return math.exp(-tot / max(1, windows.shape[0]))
 
 
+def normalised_sample(lm: CharLM, windows: np.ndarray, n: int = 1000) -> dict[str, float]:
+    """On every k-th held-out window (n of them): the perplexity as scored, the perplexity after dividing
+    each score by its context's total over the whole vocabulary, and that mean total. Kneser-Ney sums to
+    one (up to quantisation); stupid backoff does not, so only the normalised figure compares."""
+    if windows.shape[0] == 0:
+        return {}
+    sel = windows[:: max(1, windows.shape[0] // n)][:n]
+    ids = np.array([i for i in range(lm.vocab_size) if i != BOS], dtype=np.int32)
+    lp = lm.logprob(sel).astype(np.float64)
+    log_z = np.empty(sel.shape[0])
+    for i, row in enumerate(sel):
+        q = np.repeat(row[None, :], ids.size, axis=0)
+        q[:, -1] = ids
+        s = lm.logprob(q).astype(np.float64)
+        log_z[i] = np.log(np.exp(s - s.max()).sum()) + s.max()
+    return {"sample_windows": int(sel.shape[0]),
+            "sample_perplexity": round(math.exp(-lp.mean()), 4),
+            "sample_perplexity_normalised": round(math.exp(-(lp - log_z).mean()), 4),
+            "sample_mean_total_probability": round(float(np.exp(log_z).mean()), 5)}
+
+
+def evaluate(dirs: Sequence[Path], corpus: Path, holdout_every: int) -> int:
+    """Held-out figures of built LMs (same held-out lines as the build), printed as JSON lines."""
+    _, held, _ = read_corpus(corpus, holdout_every)
+    for d in dirs:
+        lm = CharLM.load(d)
+        lut = make_lut(lm.codepoints[N_SPECIALS:])
+        win = heldout_windows(held, lut, lm.order)
+        res = {"lm": str(d), "order": lm.order, "smoothing": lm.smoothing, "prune": lm.meta.get("prune"),
+               "ngrams": lm.meta.get("ngrams"), "size_bytes": lm.size_bytes(),
+               "heldout_perplexity": round(perplexity(lm, win), 4), **normalised_sample(lm, win)}
+        print(json.dumps(res, ensure_ascii=False), flush=True)
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- main
 def parse_prune(s: str, order: int) -> list[int]:
     v = [int(x) for x in s.split(",")] if s else []
@@ -512,9 +547,10 @@ class Variant:
     order: int
     smoothing: str
     prune: list[int]
+    quant: int = 8
 
 
-def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, quant: int, holdout_every: int) -> list[dict]:
+def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_every: int) -> list[dict]:
     """Count once (up to the highest order asked for), then estimate and write every variant."""
     t0 = time.time()
     max_order = max(v.order for v in variants)
@@ -551,7 +587,7 @@ def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, quant: int
             tables = estimate_sb(cnt, masks, base)
             missing_bow = math.log(SB_ALPHA)
         del masks
-        meta = write_model(v.out, tables, base, vocab_cps, vocab_counts, quant, missing_bow)
+        meta = write_model(v.out, tables, base, vocab_cps, vocab_counts, v.quant, missing_bow)
         build_s = count_s + time.time() - t1
         (v.out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         lm = CharLM.load(v.out)
@@ -566,6 +602,7 @@ def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, quant: int
             "sb_alpha": SB_ALPHA if v.smoothing == "sb" else None,
             "size_bytes": int(size),
             "heldout_perplexity": round(ppl, 4),
+            **normalised_sample(lm, win),
             "heldout_perplexity_note": None if v.smoothing == "kn" else
             "stupid backoff scores do not sum to one: this 'perplexity' is not comparable with KN's",
             "heldout_tokens": int(win.shape[0]),
@@ -616,7 +653,7 @@ def convert(from_arpa: Path | None, to_arpa: Path | None, out: Path, quant: int,
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="--out, --order, --smoothing and --prune may be repeated to write several "
+                                 epilog="--out, --order, --smoothing, --prune and --quant may be repeated to write several "
                                         "models from one counting pass (single values apply to all).")
     ap.add_argument("--corpus", type=Path, default=Path("../shared/data/corpus"))
     ap.add_argument("--out", type=Path, action="append", required=True)
@@ -625,16 +662,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--prune", action="append", help="minimum raw count per order, comma-separated "
                     "(default 0,0,5,8,10: about 60 MB at order 5)")
     ap.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB, help="characters, specials excluded")
-    ap.add_argument("--quant", type=int, choices=(0, 8), default=8)
+    ap.add_argument("--quant", type=int, choices=(0, 8), action="append", help="8 (default) or 0 = float32")
     ap.add_argument("--holdout-every", type=int, default=200)
     ap.add_argument("--from-arpa", type=Path, help="convert this ARPA model (e.g. KenLM's) into --out")
     ap.add_argument("--to-arpa", type=Path, help="write the LM directory given here as ARPA text to --out")
+    ap.add_argument("--evaluate", action="store_true", help="only print held-out figures of the --out LMs")
     args = ap.parse_args(argv)
     n = len(args.out)
+    if args.evaluate:
+        return evaluate(args.out, args.corpus, args.holdout_every)
     if args.from_arpa or args.to_arpa:
         if n != 1:
             ap.error("--from-arpa / --to-arpa take one --out")
-        return convert(args.from_arpa, args.to_arpa, args.out[0], args.quant, args.corpus, args.holdout_every)
+        return convert(args.from_arpa, args.to_arpa, args.out[0], (args.quant or [8])[0], args.corpus,
+                       args.holdout_every)
 
     def each(xs: list | None, default: object) -> list:
         xs = xs or [default]
@@ -643,10 +684,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return xs * n if len(xs) == 1 else xs
 
     orders, smooth, prunes = each(args.order, 5), each(args.smoothing, "kn"), each(args.prune, "0,0,5,8,10")
+    quants = each(args.quant, 8)
     if min(orders) < 2:
         ap.error("--order must be >= 2")
-    variants = [Variant(o, k, s, parse_prune(p, k)) for o, k, s, p in zip(args.out, orders, smooth, prunes)]
-    metas = build(args.corpus, variants, args.vocab_size, args.quant, args.holdout_every)
+    variants = [Variant(o, k, s, parse_prune(p, k), q)
+                for o, k, s, p, q in zip(args.out, orders, smooth, prunes, quants)]
+    metas = build(args.corpus, variants, args.vocab_size, args.holdout_every)
     keys = ("order", "smoothing", "prune", "ngrams", "size_bytes", "heldout_perplexity", "build_seconds",
             "peak_rss_mb")
     for v, meta in zip(variants, metas):
