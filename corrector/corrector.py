@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -15,22 +14,13 @@ import numpy as np
 
 from .bundle import SIMILARITY_DIR, Bundle
 from .config import CorrectorConfig
+from .model_path import ENV_MODEL, default_model_path
 from .rank import Ranker
 from .runtime import Device, OnnxNetworks
 from .similarity import SimilarityTables
 from .text import chunk_spans, split_sentences
 from .tokenize import MASK, SPECIAL_IDS, Encoded, build_tokenizer, encode_batch, read_vocab_list
 from .types import CharExplanation, Correction, CorrectorError, Edit, Explanation
-
-ENV_MODEL = "CORRECTOR_MODEL"
-
-
-def default_model_path() -> Path:
-    """$CORRECTOR_MODEL, else the bundle shipped with the source tree (data/electra_models/default)."""
-    env = os.environ.get(ENV_MODEL)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / "data" / "electra_models" / "default"
 
 
 @dataclass
