@@ -54,7 +54,6 @@ WORKDIR /app
 # root-owned and world-readable: the service reads the bundle and cannot change it
 COPY --chmod=0755 data/electra_models/default /app/model
 ENV CSC_MODEL_DIR=/app/model \
-    CORRECTOR_MODEL=/app/model \
     CSC_DEVICE=auto
 USER 10001:10001
 EXPOSE 8000
