@@ -1,8 +1,10 @@
 """Running ``correct_batch`` off the event loop, fairly: no request can hold the model for long.
 
-Every request is a list of texts. The scheduler hands the model *units* of work: at most
-``max_batch_size`` texts and ``max_batch_chars`` characters (a single longer text goes alone), taken
-round-robin from the waiting requests, the least-served request first. A maximal request therefore
+Every request is a list of texts; a text longer than ``max_batch_chars`` is cut into pieces at places
+that change no decision (``service/splitting.py``) and put back together afterwards. The scheduler hands
+the model *units* of work: at most ``max_batch_size`` texts (pieces) and ``max_batch_chars`` characters (a
+piece that could not be cut shorter goes alone), taken round-robin from the waiting requests, the
+least-served request first. A maximal request therefore
 runs as many small model calls, and a small request that arrives meanwhile waits for at most the unit
 in progress, not for the whole big request. A request whose caller has gone (timed out, disconnected)
 gets no further units: work that is cancelled is never started.
@@ -20,12 +22,13 @@ import inspect
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from corrector import Correction, CorrectorError
 
 from .schemas import CorrectOptions
+from .splitting import piece_spans
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +109,7 @@ class Runner:
 
     gather = True  # units may hold texts of several requests
 
-    def __init__(self, corrector: SupportsCorrectBatch, *, max_batch_size: int = 32, max_batch_chars: int = 4000,
+    def __init__(self, corrector: SupportsCorrectBatch, *, max_batch_size: int = 32, max_batch_chars: int = 2000,
                  max_wait_ms: float = 5.0, max_concurrent: int = 1, on_batch: BatchObserver | None = None):
         self.corrector = corrector
         self.max_batch_size = max_batch_size
@@ -154,11 +157,23 @@ class Runner:
             raise ServiceClosing("the service is shutting down")
         if not texts:
             return []
+        layout = [piece_spans(t, self.max_batch_chars, self._chunk_chars(), self._protected(options)) for t in texts]
+        pieces = [t[s:e] for t, spans in zip(texts, layout) for s, e in spans]
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[Correction]] = loop.create_future()
-        self._queue.append(_Request(texts, options, future, loop.time(), [None] * len(texts)))
+        self._queue.append(_Request(pieces, options, future, loop.time(), [None] * len(pieces)))
         self._wakeup.set()
-        return await future  # a cancelled caller cancels the future; the scheduler then skips it
+        results = await future  # a cancelled caller cancels the future; the scheduler then skips it
+        return _stitch(texts, layout, results)
+
+    def _chunk_chars(self) -> int | None:
+        """The corrector's chunk size: pieces are cut at its chunk boundaries (None: never cut)."""
+        max_tokens = getattr(self.corrector, "max_tokens", None)  # Corrector: chunks of max_tokens - 2 characters
+        return max_tokens - 2 if isinstance(max_tokens, int) and max_tokens > 2 else None
+
+    def _protected(self, options: CorrectOptions) -> tuple[str, ...]:
+        config = getattr(self.corrector, "config", None)
+        return (*options.as_kwargs().get("protect", ()), *getattr(config, "protect", ()))
 
     # ---- inside the event loop -------------------------------------------------------------------
 
@@ -253,6 +268,21 @@ class Runner:
         if self.on_batch is not None:
             self.on_batch(len(texts))
         return correct_with_settings(self.corrector, texts, options.as_kwargs())
+
+
+def _stitch(texts: list[str], layout: list[list[tuple[int, int]]], results: list[Correction]) -> list[Correction]:
+    """One Correction per text from the corrections of its pieces (edit positions shifted back)."""
+    out: list[Correction] = []
+    k = 0
+    for text, spans in zip(texts, layout):
+        parts = results[k : k + len(spans)]
+        k += len(spans)
+        if len(parts) == 1:
+            out.append(parts[0])
+            continue
+        edits = [replace(e, position=e.position + start) for (start, _), c in zip(spans, parts) for e in c.edits]
+        out.append(Correction(text, "".join(c.target for c in parts), edits))
+    return out
 
 
 class MicroBatcher(Runner):

@@ -226,3 +226,51 @@ def test_every_setting_reaches_the_corrector(forced_corrector, tiny_bundle):
     assert [c.to_dict() for c in got] != [c.to_dict() for c in forced_corrector.correct_batch(texts)]
     with pytest.raises(CorrectorError, match="top_k"):
         correct_with_settings(forced_corrector, texts, {"top_k": 0})
+
+
+def test_long_texts_are_cut_without_changing_any_decision(forced_corrector):
+    """A long text runs as pieces of <= max_batch_chars in separate calls; the stitched result is exactly the
+    whole text's (cuts fall on the corrector's own chunk boundaries, after punctuation, outside protected words)."""
+    sentences = ["今天天汽很好，我们去公园散步吧。", "他已经知道自己错了！", "中国人民银行在北京，上海的张三李四也来了；",
+                 "hello 未来😀末日", "候车的侯爵拔草" * 30]  # the last: a 210-character run without punctuation
+    text = "".join(sentences[i % len(sentences)] for i in range(120))
+    calls: list[int] = []
+
+    class Counting:
+        name, version = "counting", "0"
+        max_tokens = forced_corrector.max_tokens
+        config = forced_corrector.config
+
+        def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+            calls.extend(map(len, texts))
+            return correct_with_settings(forced_corrector, list(texts), settings)
+
+    for settings in ({}, {"protect": ("北京，上海", "李四"), "protect_dictionary_words": True, "max_edits": 1}):
+        calls.clear()
+        [[got]] = asyncio.run(run_all(MicroBatcher(Counting(), max_batch_chars=300, max_wait_ms=0),
+                                    [([text], CorrectOptions.of(**settings))]))
+        [want] = correct_with_settings(forced_corrector, [text], dict(settings))
+        assert len(calls) > 10 and sum(calls) == len(text)
+        assert max(calls) <= 300 + 210  # a piece overflows only by a run it cannot be cut in
+        assert got.to_dict() == want.to_dict() and got.edits
+
+
+def test_piece_spans_tile_the_text_and_cut_only_after_punctuation():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from service.splitting import CUT_AFTER, piece_spans
+
+    @settings(max_examples=200, deadline=None)
+    @given(text=st.text(alphabet="今天好，。！a😀", max_size=400), limit=st.integers(1, 120),
+           chunk=st.integers(1, 60), protect=st.lists(st.text(alphabet="今天，。", min_size=2, max_size=4), max_size=2))
+    def check(text: str, limit: int, chunk: int, protect: list[str]) -> None:
+        spans = piece_spans(text, limit, chunk, protect)
+        assert spans[0][0] == 0 and spans[-1][1] == len(text)
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        for start, _ in spans[1:]:
+            assert text[start - 1] in CUT_AFTER
+            for w in protect:
+                assert not any(i < start < i + len(w) for i in range(len(text)) if text.startswith(w, i))
+
+    check()
