@@ -109,7 +109,7 @@ class Runner:
 
     gather = True  # units may hold texts of several requests
 
-    def __init__(self, corrector: SupportsCorrectBatch, *, max_batch_size: int = 32, max_batch_chars: int = 2000,
+    def __init__(self, corrector: SupportsCorrectBatch, *, max_batch_size: int = 32, max_batch_chars: int = 1000,
                  max_wait_ms: float = 5.0, max_concurrent: int = 1, on_batch: BatchObserver | None = None):
         self.corrector = corrector
         self.max_batch_size = max_batch_size
@@ -213,12 +213,17 @@ class Runner:
             task.add_done_callback(self._running.discard)
 
     def _take(self) -> _Unit | None:
-        """The next unit: the least-served request's options; round-robin over the requests that share them."""
+        """The next unit: the least-served request leads; round-robin over it and the fresh requests that
+        share its options."""
         live = sorted(self._live(), key=lambda r: (r.served_chars, r.since))
         if not live:
             return None
-        unit = _Unit(live[0].options)
-        members = [r for r in live if r.options == unit.options] if self.gather else live[:1]
+        leader = live[0]
+        unit = _Unit(leader.options)
+        # company: requests with the same options that have not started yet (what micro-batching gathers);
+        # a request already being served never rides along, so a fresh small request's unit stays small
+        members = [leader] + [r for r in live[1:] if r.options == leader.options and not r.handed_out] \
+            if self.gather else [leader]
         added = True
         while added and len(unit.parts) < self.max_batch_size:
             added = False

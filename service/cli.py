@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one model call per request instead of gathering concurrent requests")
     b.add_argument("--max-batch-size", type=int, metavar="N", help="texts per model call (default 32)")
     b.add_argument("--max-batch-chars", type=int, metavar="N",
-                   help="characters per model call; bigger requests are split and interleaved (default 2000)")
+                   help="characters per model call; bigger requests are split and interleaved (default 1000)")
     b.add_argument("--max-wait-ms", type=float, metavar="MS", help="how long a request waits for company (default 5)")
     b.add_argument("--max-concurrent-batches", type=int, metavar="N", help="model calls running at once (default 1)")
     lim = ap.add_argument_group("limits")
