@@ -20,7 +20,7 @@ import asyncio
 import copy
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -44,7 +44,9 @@ class SupportsCorrectBatch(Protocol):
     @property
     def version(self) -> str: ...
 
-    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]: ...
+    # correct_batch(texts, **settings), settings named after CorrectorConfig fields (see correct_with_settings)
+    @property
+    def correct_batch(self) -> Callable[..., list[Correction]]: ...
 
 
 def correct_with_settings(corrector: SupportsCorrectBatch, texts: list[str], settings: dict[str, Any]) -> list[Correction]:
