@@ -7,7 +7,8 @@
 #                 -t electra-csc:cpu .
 #
 # The GPU image also runs without a GPU: the corrector falls back to ONNX Runtime's CPU provider.
-# Needs data/electra_models/default (a bundle written by training/export.py) in the build context.
+# Needs data/electra_models/default (a bundle written by training/export.py) in the build context: it is
+# installed with the package (as corrector_models), which is where the service finds it by default.
 
 # CUDA 12 + cuDNN 9: what onnxruntime-gpu 1.20-1.26 wheels are built against (1.27+ need CUDA 13).
 ARG BASE_IMAGE=nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
@@ -37,7 +38,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY corrector ./corrector
 COPY service ./service
-# The service extra only: no torch, no training dependencies.
+COPY training ./training
+COPY data/electra_models ./data/electra_models
+# The service extra only: no torch, no training dependencies (training/ comes along as source only).
 # hadolint ignore=DL3013
 RUN pip install "onnxruntime-gpu${ONNXRUNTIME_VERSION}" ".[service]" \
     && if [ "${ONNXRUNTIME}" != "onnxruntime-gpu" ]; then \
@@ -51,11 +54,9 @@ COPY --from=build /opt/venv /opt/venv
 RUN groupadd --system --gid 10001 csc \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin csc
 WORKDIR /app
-# root-owned and world-readable: the service reads the bundle and cannot change it
-COPY --chmod=0755 data/electra_models/default /app/model
-ENV CSC_MODEL_DIR=/app/model \
-    CORRECTOR_MODEL=/app/model \
-    CSC_DEVICE=auto
+# The default bundle is inside /opt/venv (root-owned, world-readable: the service cannot change it);
+# another one can be mounted and named with -e CSC_MODEL_DIR=/path/in/container.
+ENV CSC_DEVICE=auto
 USER 10001:10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \

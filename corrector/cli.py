@@ -2,8 +2,10 @@
 
     python -m corrector "今天天汽很好"              # prints the corrected text
     python -m corrector --input in.txt --output out.txt --json
+    python -m corrector --set verify=false --set top_k=10 "..."   # any decoding setting
     python -m corrector similar 己                  # sound and shape neighbours
-    python -m corrector export DISC_DIR GEN_DIR OUT_DIR
+
+Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.export --hf``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import TextIO
 
 from .bundle import PRECISIONS
+from .model_path import ENV_MODEL
+from .text import is_cjk
 from .types import CorrectorError
 
 BATCH_LINES = 256
@@ -28,8 +32,9 @@ class CliError(Exception):
 def correct_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m corrector",
-        description="Correct Chinese spelling errors. Other commands: 'similar CHAR', 'export DISC GEN OUT'.",
+        description="Correct Chinese spelling errors. Other command: 'similar CHAR' (sound and shape neighbours).",
     )
+    ap.add_argument("--version", action="version", version=version_line())
     ap.add_argument("text", nargs="?", help="text to correct (default: read lines from --input or stdin)")
     ap.add_argument("--input", "-i", help="file with one text per line, or '-' for stdin")
     ap.add_argument("--output", "-o", help="write results here instead of stdout")
@@ -45,11 +50,37 @@ def correct_parser() -> argparse.ArgumentParser:
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--precision", choices=PRECISIONS, default="auto",
                     help="CPU graphs: auto (the bundle's recommendation), fp32 or int8-quantised")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="settings",
+                    help="any decoding setting of corrector/config.py, VALUE as JSON (e.g. verify=false, top_k=10); "
+                         "repeatable")
     return ap
 
 
+def version_line() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"electra-csc {version('electra-csc')}"
+    except PackageNotFoundError:
+        return "electra-csc (not installed)"
+
+
+def parse_set(items: list[str]) -> dict[str, object]:
+    """``NAME=VALUE`` pairs; VALUE is read as JSON (``0.5``, ``true``, ``["张三"]``), else taken as text."""
+    out: dict[str, object] = {}
+    for item in items:
+        name, eq, raw = item.partition("=")
+        if not eq or not name.strip():
+            raise CliError(f"--set expects NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[name.strip()] = raw
+    return out
+
+
 def _model_args(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--model", "-m", help="model bundle directory (default: $CORRECTOR_MODEL or the bundled one)")
+    ap.add_argument("--model", "-m", help=f"model bundle directory (default: ${ENV_MODEL} or the shipped one)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,7 +89,8 @@ def main(argv: list[str] | None = None) -> None:
         if argv and argv[0] == "similar":
             code = run_similar(argv[1:])
         elif argv and argv[0] == "export":
-            code = run_export(argv[1:])
+            raise CliError("'export' moved to the training package: "
+                           "python -m training.export --hf DISC_DIR GEN_DIR --out OUT_DIR (needs the 'train' extra)")
         else:
             code = run_correct(argv)
     except (CliError, CorrectorError) as e:
@@ -76,7 +108,7 @@ def run_correct(argv: list[str]) -> int:
     from .config import parse_confusions
     from .corrector import Corrector
 
-    settings: dict = {}
+    settings: dict = parse_set(args.settings)
     protect = list(args.protect)
     if args.protect_file:
         protect += [w.strip() for w in _read_text(args.protect_file).splitlines() if w.strip()]
@@ -196,10 +228,10 @@ def run_similar(argv: list[str]) -> int:
     _model_args(ap)
     ap.add_argument("-k", type=int, default=10, help="neighbours of each kind")
     args = ap.parse_args(argv)
-    if len(args.char) != 1:
-        raise CliError(f"expected one character, got {args.char!r}")
+    if len(args.char) != 1 or not is_cjk(args.char):
+        raise CliError(f"expected one Chinese character, got {args.char!r}")
     from .bundle import SIMILARITY_DIR, Bundle
-    from .corrector import default_model_path
+    from .model_path import default_model_path
     from .similarity import SimilarityTables
 
     root = Path(args.model) if args.model else default_model_path()
@@ -210,25 +242,3 @@ def run_similar(argv: list[str]) -> int:
     print("shape: " + "  ".join(f"{c} {s:.2f}" for c, s in tables.shape_neighbours(ch, args.k)))
     return 0
 
-
-def run_export(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m corrector export",
-                                 description="Turn a Hugging Face ELECTRA discriminator + generator pair into a "
-                                             "model bundle (needs the 'train' extra).")
-    ap.add_argument("disc_dir", help="ElectraForPreTraining directory with config.json and vocab.txt")
-    ap.add_argument("gen_dir", help="ElectraForMaskedLM directory")
-    ap.add_argument("out_dir", help="bundle directory to write")
-    ap.add_argument("--name", help="bundle name (default: OUT_DIR's name)")
-    args = ap.parse_args(argv)
-    try:
-        from training.export import export_hf_pair
-    except ImportError as e:
-        raise CliError(f"export needs the 'train' extra (pip install -e '.[train]'): {e}") from None
-    try:
-        manifest = export_hf_pair(Path(args.disc_dir), Path(args.gen_dir), Path(args.out_dir), args.name)
-    except ValueError as e:
-        raise CliError(str(e)) from None
-    diffs = manifest["onnx"]["max_abs_diff_vs_torch"]
-    print(f"wrote {args.out_dir}")
-    print("max abs difference ONNX vs torch: " + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))
-    return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -13,24 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .bundle import SIMILARITY_DIR, Bundle
+from .bundle import SIMILARITY_DIR, Bundle, Precision
 from .config import CorrectorConfig
+from .model_path import ENV_MODEL, default_model_path
 from .rank import Ranker
 from .runtime import Device, OnnxNetworks
 from .similarity import SimilarityTables
 from .text import chunk_spans, split_sentences
 from .tokenize import MASK, SPECIAL_IDS, Encoded, build_tokenizer, encode_batch, read_vocab_list
 from .types import CharExplanation, Correction, CorrectorError, Edit, Explanation
-
-ENV_MODEL = "CORRECTOR_MODEL"
-
-
-def default_model_path() -> Path:
-    """$CORRECTOR_MODEL, else the bundle shipped with the source tree (data/electra_models/default)."""
-    env = os.environ.get(ENV_MODEL)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / "data" / "electra_models" / "default"
 
 
 @dataclass
@@ -61,7 +51,7 @@ class Corrector:
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, device: Device = "auto", threads: int = 0,
-             precision: str = "auto", **settings) -> Corrector:
+             precision: Precision = "auto", **settings) -> Corrector:
         """Open a bundle (default: :func:`default_model_path`); ``settings`` override CorrectorConfig.
 
         ``precision`` picks the CPU graphs: "fp32", "int8" (the bundle's quantised copies) or "auto"
@@ -121,7 +111,7 @@ class Corrector:
         for ch in chunks:
             assert ch.probs is not None
             editable = [t for t, p in enumerate(ch.enc.char_pos) if p >= 0]
-            lps = self._generator_logprobs([ch], [editable], cfg, batch_size=1)[0] if editable else []
+            lps: np.ndarray | list[np.ndarray] = self._generator_logprobs([ch], [editable], cfg, batch_size=1)[0] if editable else []
             for t, lp in zip(editable, lps):
                 pos = ch.enc.char_pos[t]
                 src = ch.text[pos]
@@ -212,8 +202,9 @@ class Corrector:
         return out  # type: ignore[return-value]
 
     def _generator_logprobs(self, chunks: list[_Chunk], positions: list[list[int]], cfg: CorrectorConfig,
-                            batch_size: int) -> list[list[np.ndarray]]:
-        out: list[list[np.ndarray]] = []
+                            batch_size: int) -> list[np.ndarray]:
+        """Per chunk, an array (len(positions), V) of log-probabilities at its positions."""
+        out: list[np.ndarray] = []
         mask_id = SPECIAL_IDS[MASK]
         for s in range(0, len(chunks), batch_size):
             part = chunks[s : s + batch_size]
@@ -226,12 +217,12 @@ class Corrector:
                         if ch.probs[t] > cfg.mask_threshold:
                             ids[t] = mask_id
                 seqs.append(ids)
-            ids, attn = _pad(seqs)
+            ids_arr, attn = _pad(seqs)
             width = max(len(p) for p in positions[s : s + batch_size])
             pos_arr = np.zeros((len(part), width), dtype=np.int64)
             for r, p in enumerate(positions[s : s + batch_size]):
                 pos_arr[r, : len(p)] = p
-            lp = self.networks.generate(ids, attn, pos_arr)
+            lp = self.networks.generate(ids_arr, attn, pos_arr)
             out.extend([lp[r, : len(p)] for r, p in enumerate(positions[s : s + batch_size])])
         return out
 

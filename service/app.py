@@ -12,15 +12,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
+from starlette.routing import Mount, Route
 
 from corrector import CorrectorError
 
 from .batching import DirectRunner, MicroBatcher, Runner, SupportsCorrectBatch
-from .errors import BodyLimitMiddleware, JSONResponse, install_error_handlers
+from .errors import BodyGuardMiddleware, JSONResponse, ShutdownGuardMiddleware, install_error_handlers
 from .metrics import Metrics, MetricsMiddleware
-from .routes import STATIC_DIR, correct_router, demo_router, ops_router
+from .routes import JSON_ROUTES, STATIC_DIR, correct_router, demo_router, ops_router
 from .settings import ServiceSettings
 
 log = logging.getLogger("service")
@@ -42,10 +43,10 @@ def load_corrector(settings: ServiceSettings) -> SupportsCorrectBatch:
 
 
 def make_runner(corrector: SupportsCorrectBatch, settings: ServiceSettings, metrics: Metrics) -> Runner:
-    if settings.batching:
-        return MicroBatcher(corrector, max_batch_size=settings.max_batch_size, max_wait_ms=settings.max_wait_ms,
-                            max_concurrent=settings.max_concurrent_batches, on_batch=metrics.observe_batch)
-    return DirectRunner(corrector, max_concurrent=settings.max_concurrent_batches, on_batch=metrics.observe_batch)
+    kind = MicroBatcher if settings.batching else DirectRunner
+    return kind(corrector, max_batch_size=settings.max_batch_size, max_batch_chars=settings.max_batch_chars,
+                max_wait_ms=settings.max_wait_ms, max_concurrent=settings.max_concurrent_batches,
+                on_batch=metrics.observe_batch)
 
 
 def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCorrectBatch | None = None) -> FastAPI:
@@ -74,12 +75,13 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
             await runner.stop(timeout=2.0)  # uvicorn already waited for the requests in flight
             log.info("stopped")
 
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc with Swagger UI and Redoc served from the fastapi-offline package
         title="electra-csc",
         summary="Chinese spelling correction with ELECTRA",
         version=_package_version(),
         lifespan=lifespan,
         default_response_class=JSONResponse,
+        redirect_slashes=False,  # a redirect would be built from the client's Host header; /correct/ is a 404
     )
     app.state.settings = settings
     app.state.metrics = metrics
@@ -90,10 +92,11 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
     app.include_router(ops_router)
     app.include_router(demo_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    known = frozenset(r.path for router in (correct_router, ops_router, demo_router) for r in router.routes
-                      if isinstance(r, APIRoute))
-    app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known)  # outermost: sees the 413s too
+    app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES)
+    app.add_middleware(ShutdownGuardMiddleware)
+    known = frozenset(r.path for r in app.routes if isinstance(r, Route))
+    mounts = tuple(r.path for r in app.routes if isinstance(r, Mount))
+    app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known, mounts=mounts)  # outermost: sees all
     return app
 
 

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve Chinese spelling correction over HTTP (POST /correct, GET /, /health, /ready, "
                     f"/metrics, /docs). Every option can also be set as an environment variable {ENV_PREFIX}NAME.",
     )
+    ap.add_argument("--version", action="version", version=_version())
     s = ap.add_argument_group("server")
     s.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for all interfaces)")
     s.add_argument("--port", type=int, help="port (default 8000)")
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shutdown-timeout", type=float, metavar="S", help="grace period for requests in flight (default 8)")
     m = ap.add_argument_group("model")
     m.add_argument("--model", "-m", metavar="DIR",
-                   help="model bundle directory (default: $CORRECTOR_MODEL or data/electra_models/default)")
+                   help="model bundle directory (default: $CSC_MODEL_DIR or the shipped one)")
     m.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto = CUDA when usable, else CPU")
     m.add_argument("--threads", type=int, help="ONNX Runtime threads per session (0 = its default)")
     m.add_argument("--precision", choices=PRECISIONS,
@@ -55,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-batching", action="store_const", const=False,
                    help="one model call per request instead of gathering concurrent requests")
     b.add_argument("--max-batch-size", type=int, metavar="N", help="texts per model call (default 32)")
+    b.add_argument("--max-batch-chars", type=int, metavar="N",
+                   help="characters per model call; bigger requests are split and interleaved (default 1000)")
     b.add_argument("--max-wait-ms", type=float, metavar="MS", help="how long a request waits for company (default 5)")
     b.add_argument("--max-concurrent-batches", type=int, metavar="N", help="model calls running at once (default 1)")
     lim = ap.add_argument_group("limits")
@@ -64,6 +67,27 @@ def build_parser() -> argparse.ArgumentParser:
     lim.add_argument("--max-body-bytes", type=int, metavar="N", help="request body size (default 2 MiB)")
     lim.add_argument("--request-timeout", type=float, metavar="S", help="per-request time limit, then 504 (default 30)")
     return ap
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"electra-csc {version('electra-csc')}"
+    except PackageNotFoundError:
+        return "electra-csc (not installed)"
+
+
+def settings_error(error: ValidationError) -> str:
+    """One line naming the flag (and its variable) and what is wrong with it."""
+    flag_of = {field: dest for dest, field in FIELD_OF.items()}
+    parts = []
+    for e in error.errors():
+        name = str(e["loc"][0]) if e["loc"] else ""
+        flag = "--" + flag_of.get(name, name).replace("_", "-")
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        parts.append(f"{flag} ({ENV_PREFIX}{name.upper()}): {msg}" if name else msg)
+    return "invalid settings: " + "; ".join(parts)
 
 
 def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
@@ -97,17 +121,26 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
-    except (ValidationError, ValueError) as e:
-        sys.stderr.write(f"error: invalid settings: {e}\n")
+    except ValidationError as e:
+        sys.stderr.write(f"error: {settings_error(e)}\n")
+        sys.exit(2)
+    except ValueError as e:
+        sys.stderr.write(f"error: invalid settings: {str(e).splitlines()[0]}\n")
         sys.exit(2)
     from corrector.bundle import Bundle
-    from corrector.corrector import default_model_path
+    from corrector.config import CorrectorConfig
+    from corrector.model_path import default_model_path
     from corrector.types import CorrectorError
 
     try:  # fail fast with one line, before uvicorn starts and logs a lifespan traceback
-        Bundle.load(settings.model_dir or default_model_path())
+        bundle = Bundle.load(settings.model_dir or default_model_path())
     except CorrectorError as e:
         sys.stderr.write(f"error: {e}\n")
+        sys.exit(2)
+    try:  # the settings together with the bundle's defaults, as the corrector will check them
+        CorrectorConfig.from_dict({**bundle.corrector_defaults, **settings.corrector_settings})
+    except (TypeError, ValueError) as e:
+        sys.stderr.write(f"error: invalid settings: --corrector-settings: {e}\n")
         sys.exit(2)
     import uvicorn
 

@@ -1,11 +1,13 @@
 """Every error is a JSON body ``{"detail": ...}``; client input never produces a 500.
 
-Also the body-size limit, enforced before any parsing, and a JSON response that can carry any Python
-string (a lone surrogate sent as ``"\\ud800"`` comes back escaped instead of failing to encode).
+Also the request-body guard (Content-Type and size, before any parsing), the shutdown guard (JSON 503,
+not uvicorn's plain 500), and a JSON response that can carry any Python string (a lone surrogate sent as
+``"\\ud800"`` comes back escaped instead of failing to encode).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -58,22 +60,44 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, _unexpected_error)
 
 
-class BodyLimitMiddleware:
-    """Reads the whole request body before the app sees it; over ``max_bytes`` → 413 without parsing."""
+DRAIN_BYTES = 64 * 1024 * 1024  # an over-limit body is read and discarded up to this much ...
+DRAIN_SECONDS = 10.0  # ... for at most this long, so that the client reads its 413 instead of a reset
+JSON_TYPES = ("application/json",)
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+
+class BodyGuardMiddleware:
+    """The request body, before the app sees it: 415 when a JSON route gets another Content-Type, 413 over
+    ``max_bytes``, both as JSON and without parsing anything.
+
+    A server that answers while the client is still sending and then closes makes the kernel reset the
+    connection, and the client loses the answer. So an over-limit or unwanted body is first read and
+    discarded (up to DRAIN_BYTES / DRAIN_SECONDS), as mature servers do; only a body announced larger
+    than that, or one sent with ``Expect: 100-continue`` (the client waits for us), is answered at once.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, json_routes: frozenset[tuple[str, str]] = frozenset()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.json_routes = json_routes  # (method, path) pairs whose body must be JSON
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = error_response(413, f"the request body is larger than {self.max_bytes} bytes",
-                                   headers={"Connection": "close"})
-        length = _content_length(scope)
+        headers = dict(scope.get("headers", []))
+        length = _content_length(headers)
+        waits_for_continue = headers.get(b"expect", b"").lower() == b"100-continue"
+        if (scope["method"], scope["path"]) in self.json_routes:
+            content_type = headers.get(b"content-type", b"").decode("latin-1")
+            media = content_type.split(";", 1)[0].strip().lower()
+            if media not in JSON_TYPES and not media.endswith("+json"):
+                got = f"got {content_type!r}" if content_type else "got none"
+                await self._refuse(scope, receive, send, 415, f"Content-Type must be application/json ({got})",
+                                   read=0, drain=not waits_for_continue)
+                return
         if length is not None and length > self.max_bytes:
-            await too_large(scope, receive, send)
+            await self._refuse(scope, receive, send, 413, self._too_large(), read=0,
+                               drain=length <= DRAIN_BYTES and not waits_for_continue)
             return
         chunks: list[bytes] = []
         size = 0
@@ -84,7 +108,8 @@ class BodyLimitMiddleware:
             body = message.get("body", b"")
             size += len(body)
             if size > self.max_bytes:
-                await too_large(scope, receive, send)
+                await self._refuse(scope, receive, send, 413, self._too_large(), read=size,
+                                   drain=message.get("more_body", False))
                 return
             chunks.append(body)
             if not message.get("more_body", False):
@@ -100,12 +125,67 @@ class BodyLimitMiddleware:
 
         await self.app(scope, replay, send)
 
+    def _too_large(self) -> str:
+        return f"the request body is larger than {self.max_bytes} bytes"
 
-def _content_length(scope: Scope) -> int | None:
-    for name, value in scope.get("headers", []):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, detail: str, *, read: int,
+                      drain: bool) -> None:
+        if drain:
+            await _discard_body(receive, read)
+        await error_response(status, detail, headers={"Connection": "close"})(scope, receive, send)
+
+
+async def _discard_body(receive: Receive, read: int) -> None:
+    """Read what the client still sends, up to DRAIN_BYTES in all and DRAIN_SECONDS."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DRAIN_SECONDS
+    while read < DRAIN_BYTES and (left := deadline - loop.time()) > 0:
+        try:
+            message = await asyncio.wait_for(receive(), left)
+        except asyncio.TimeoutError:
+            return
+        if message["type"] != "http.request":
+            return
+        read += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
+def _content_length(headers: dict[bytes, bytes]) -> int | None:
+    try:
+        return int(headers[b"content-length"])
+    except (KeyError, ValueError):
+        return None
+
+
+class ShutdownGuardMiddleware:
+    """A request still running when the server's shutdown grace period ends is cancelled by uvicorn, which
+    would answer a plain-text 500 and log a traceback. Answer a JSON 503 instead (the client may retry
+    elsewhere) and end the request quietly."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if started or task is None:
+                raise
+            if hasattr(task, "uncancel"):  # Python 3.11+: this task goes on to answer
+                task.uncancel()
+            log.warning("%s %s cancelled by the shutdown; answered 503", scope["method"], scope["path"])
+            await error_response(503, "the service is shutting down; retry the request",
+                                 headers={"Retry-After": "5", "Connection": "close"})(scope, receive, send)

@@ -47,24 +47,35 @@ class Metrics:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
-def route_label(scope: Scope, known: frozenset[str] = frozenset()) -> str:
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
+
+
+def method_label(method: str) -> str:
+    """A standard method, else "other": a client cannot add label values by inventing methods."""
+    return method if method in METHODS else "other"
+
+
+def route_label(scope: Scope, known: frozenset[str] = frozenset(), mounts: tuple[str, ...] = ()) -> str:
     """The route template, never an arbitrary raw path, so labels stay few."""
     path = getattr(scope.get("route"), "path", None)
     if isinstance(path, str):
         return path
     raw = scope.get("path", "")
-    if raw in known:  # answered before routing, e.g. the body-size 413
+    if raw in known:  # routes without a route object in scope (/openapi.json), or answered before routing (413)
         return str(raw)
-    if raw.startswith("/static/"):
-        return "/static"
+    for mount in mounts:
+        if raw.startswith(mount + "/"):
+            return mount
     return "unmatched"
 
 
 class MetricsMiddleware:
-    def __init__(self, app: ASGIApp, metrics: Metrics, known_paths: frozenset[str] = frozenset()) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, known_paths: frozenset[str] = frozenset(),
+                 mounts: tuple[str, ...] = ()) -> None:
         self.app = app
         self.metrics = metrics
         self.known_paths = known_paths
+        self.mounts = mounts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,9 +95,9 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_and_record)
         finally:
             self.metrics.in_flight.dec()
-            route = route_label(scope, self.known_paths)
+            route = route_label(scope, self.known_paths, self.mounts)
             m = self.metrics
-            m.requests.labels(route, scope["method"], str(status)).inc()
+            m.requests.labels(route, method_label(scope["method"]), str(status)).inc()
             m.latency.labels(route).observe(time.perf_counter() - start)
             if status >= 400:
                 m.errors.labels(route, ERROR_KINDS.get(status, str(status))).inc()

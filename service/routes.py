@@ -31,15 +31,20 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorResponse} for code in codes}
 
 
+JSON_ROUTES = frozenset({("POST", "/correct")})  # bodies that must be application/json (else 415)
+
 correct_router = APIRouter(tags=["correction"])
 ops_router = APIRouter(tags=["operations"])
 demo_router = APIRouter(include_in_schema=False)
 
 
-@correct_router.post("/correct", response_model=CorrectResponse, responses=_errors(400, 413, 422, 503, 504))
+@correct_router.post("/correct", response_model=CorrectResponse, responses=_errors(400, 413, 415, 422, 503, 504))
 async def correct(body: CorrectRequest, corrector: CorrectorDep, runner: RunnerDep, settings: SettingsDep,
                   metrics: MetricsDep) -> Response:
-    """Correct one text (``text``) or several (``texts``). Every target has its source's length."""
+    """Correct one text (``text``) or several (``texts``). Every target has its source's length.
+
+    Any decoding setting (``threshold``, ``max_edits``, ``protect``, ``verify``, ...) may be given
+    alongside; it applies to every text of the request."""
     texts = body.items()
     check_limits(texts, settings)
     try:
@@ -78,6 +83,9 @@ async def health() -> HealthResponse:
     return HealthResponse()
 
 
+ops_router.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)
+
+
 @ops_router.get("/ready", response_model=ReadyResponse, responses={503: {"model": ReadyResponse}})
 async def ready(request: Request) -> Response:
     """200 once the model is loaded and the batcher runs; 503 before that and while shutting down."""
@@ -91,6 +99,9 @@ async def ready(request: Request) -> Response:
                                       precision=getattr(networks, "precision", None)).model_dump())
 
 
+ops_router.add_api_route("/ready", ready, methods=["HEAD"], include_in_schema=False)
+
+
 @ops_router.get("/metrics", response_class=Response,
                 responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
 async def metrics_text(metrics: MetricsDep) -> Response:
@@ -99,6 +110,6 @@ async def metrics_text(metrics: MetricsDep) -> Response:
     return Response(body, media_type=content_type)
 
 
-@demo_router.get("/")
+@demo_router.api_route("/", methods=["GET", "HEAD"])
 async def demo_page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")

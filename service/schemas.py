@@ -10,15 +10,82 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from corrector import Correction
 
 Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+Char = Annotated[str, StringConstraints(min_length=1, max_length=1)]
+Pair = Annotated[list[Char], Field(min_length=2, max_length=2)]
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+Weight = Annotated[float, Field(ge=-1000.0, le=1000.0)]
+
+
+def _frozen(value: Any) -> Any:
+    """Lists become tuples (hashable, as CorrectorConfig stores them)."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 @dataclass(frozen=True)
 class CorrectOptions:
-    """Per-request decoding options. Requests are batched together only when these are equal."""
+    """A request's decoding settings as sorted (CorrectorConfig name, value) pairs; hashable, so requests
+    share a model call only when these are equal. ``CorrectOptions.of(threshold=0.6)``."""
 
-    threshold: float | None = None
-    max_edits: int | None = None
-    protect: tuple[str, ...] = ()
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, **settings: Any) -> CorrectOptions:
+        return cls(tuple(sorted((k, _frozen(v)) for k, v in settings.items() if v is not None)))
+
+    def as_kwargs(self) -> dict[str, Any]:
+        return dict(self.settings)
+
+
+class DecodingSettings(BaseModel):
+    """Every decoding setting of ``corrector/config.py`` a request may change; absent = the server's.
+
+    Types are strict (``"0.5"`` is not a number, ``"no"`` is not a boolean); ranges are checked here, and
+    whatever depends on the model (e.g. a confusion pair) by the corrector, as a 422 too."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    threshold: Unit | None = Field(default=None, description="detection threshold (default: the model's)")
+    top_k: int | None = Field(default=None, ge=1, le=1000, description="generator candidates per suspect")
+    mask_suspects: bool | None = Field(default=None, description="feed suspects to the generator as [MASK]")
+    mask_threshold: Unit | None = Field(default=None, description="with mask_suspects: only above this RTD probability")
+    min_similarity: Unit | None = Field(default=None, description="least pinyin similarity of a candidate ...")
+    min_shape_similarity: Unit | None = Field(default=None, description="... or least glyph-shape similarity")
+    sim_weight: Weight | None = Field(default=None, description="log-space bonus per unit of similarity")
+    freq_weight: Weight | None = Field(default=None, description="log-space bonus per unit of log frequency")
+    margin: Weight | None = Field(default=None, description="how much a candidate must beat the original by")
+    confusion_bonus: Weight | None = Field(default=None, description="log-space bonus for custom confusion pairs")
+    verify: bool | None = Field(default=None, description="re-score the corrected text; drop unconfirmed edits")
+    verify_threshold: Unit | None = Field(default=None, description="an edit still scoring above this is dropped")
+    max_edits: int | None = Field(default=None, ge=0, le=1_000_000, strict=False,  # 3.0 is a JSON Schema integer
+                                  description="most edits per sentence; 0 = no limit")
+    protect_dictionary_words: bool | None = Field(default=None, description="never edit inside a jieba word")
+    protect: list[Word] | None = Field(default=None, max_length=1000, description="words never edited inside")
+    confusions: list[Pair] | None = Field(default=None, max_length=1000,
+                                          description='[A, B] pairs: B is always a candidate for A, e.g. [["己", "已"]]')
+
+    @field_validator("max_edits", mode="before")
+    @classmethod
+    def _a_number_not_text(cls, v: Any) -> Any:
+        if isinstance(v, (bool, str)):
+            raise ValueError("max_edits must be a whole number")
+        return v
+
+    def settings(self) -> dict[str, Any]:
+        """The settings given (CorrectorConfig names), as plain values."""
+        return {name: getattr(self, name) for name in type(self).model_fields
+                if name in DECODING_NAMES and getattr(self, name) is not None}
+
+
+class ServerDecodingSettings(DecodingSettings):
+    """``--corrector-settings``: the per-request settings plus the resource one a client may not choose."""
+
+    batch_size: int | None = Field(default=None, ge=1, le=4096, description="chunks per ONNX call")
+
+    def settings(self) -> dict[str, Any]:
+        out = super().settings()
+        if self.batch_size is not None:
+            out["batch_size"] = self.batch_size
+        return out
 
 
 def _request_schema(schema: dict[str, Any]) -> None:
@@ -32,8 +99,8 @@ def _request_schema(schema: dict[str, Any]) -> None:
     schema["oneOf"] = [{"required": ["text"]}, {"required": ["texts"]}]
 
 
-class CorrectRequest(BaseModel):
-    """Exactly one of ``text`` or ``texts``; the options apply to every text of the request."""
+class CorrectRequest(DecodingSettings):
+    """Exactly one of ``text`` or ``texts``; the decoding settings apply to every text of the request."""
 
     model_config = ConfigDict(
         extra="forbid", strict=True, allow_inf_nan=False,
@@ -42,17 +109,6 @@ class CorrectRequest(BaseModel):
 
     text: str | None = Field(default=None, description="one text to correct", examples=["今天天汽很好"])
     texts: list[str] | None = Field(default=None, description="several texts, corrected together")
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0, description="detection threshold (default: the model's)")
-    max_edits: int | None = Field(default=None, ge=0, le=1_000_000, strict=False,  # 3.0 is a JSON Schema integer
-                                  description="most edits per sentence; 0 = no limit")
-    protect: list[Word] | None = Field(default=None, max_length=1000, description="words never edited inside")
-
-    @field_validator("max_edits", mode="before")
-    @classmethod
-    def _a_number_not_text(cls, v: Any) -> Any:
-        if isinstance(v, (bool, str)):
-            raise ValueError("max_edits must be a whole number")
-        return v
 
     @model_validator(mode="after")
     def _one_of_text_or_texts(self) -> CorrectRequest:
@@ -67,8 +123,13 @@ class CorrectRequest(BaseModel):
         return [self.text] if self.text is not None else list(self.texts or [])
 
     def options(self) -> CorrectOptions:
-        protect = tuple(sorted(set(self.protect))) if self.protect else ()  # order and repeats do not matter
-        return CorrectOptions(self.threshold, self.max_edits, protect)
+        settings = self.settings()
+        if "protect" in settings:  # order and repeats do not matter
+            settings["protect"] = sorted(set(settings["protect"]))
+        return CorrectOptions.of(**settings)
+
+
+DECODING_NAMES = frozenset(DecodingSettings.model_fields)
 
 
 class EditOut(BaseModel):

@@ -9,10 +9,12 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from corrector.bundle import Precision
+
+from .schemas import ServerDecodingSettings
 
 ENV_PREFIX = "CSC_"
 
@@ -21,7 +23,7 @@ class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True, protected_namespaces=())
 
     # --- model -----------------------------------------------------------------------------------
-    model_dir: Path | None = None  # bundle directory; None = $CORRECTOR_MODEL or data/electra_models/default
+    model_dir: Path | None = None  # bundle directory; None = the shipped one (CSC_MODEL_DIR sets this field)
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto = CUDA when it really loads, else CPU
     precision: Precision = "auto"  # CPU graphs; auto = what the bundle's manifest recommends
     threads: int = Field(default=0, ge=0)  # ONNX Runtime intra-op threads per session; 0 = its default
@@ -44,13 +46,27 @@ class ServiceSettings(BaseSettings):
 
     # --- micro-batching --------------------------------------------------------------------------
     batching: bool = True  # False = one model call per request
-    max_batch_size: int = Field(default=32, ge=1)  # texts per model call (a larger request still goes alone)
+    max_batch_size: int = Field(default=32, ge=1)  # texts per model call (a larger request is split)
+    max_batch_chars: int = Field(default=1000, ge=1)  # characters per model call; longer texts are cut
     max_wait_ms: float = Field(default=5.0, ge=0)  # how long the first request of a batch waits for company
     max_concurrent_batches: int = Field(default=1, ge=1)  # model calls running at once, each in a worker thread
 
     @field_validator("corrector_settings", mode="before")
     @classmethod
-    def _json_object(cls, v: Any) -> Any:
+    def _known_settings_of_the_right_types(cls, v: Any) -> Any:
         if isinstance(v, str):  # flags pass JSON text; the env source already decodes it
-            v = json.loads(v) if v.strip() else {}
-        return v
+            try:
+                v = json.loads(v) if v.strip() else {}
+            except json.JSONDecodeError as e:
+                raise ValueError(f"not valid JSON ({e})") from None
+        if not isinstance(v, dict):
+            raise ValueError("must be a JSON object of decoding settings")
+        try:
+            return ServerDecodingSettings.model_validate(v).settings()
+        except ValidationError as e:
+            raise ValueError(one_line(e)) from None
+
+
+def one_line(error: ValidationError) -> str:
+    """A pydantic error as one line: ``name: message; name: message``."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in error.errors())

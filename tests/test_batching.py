@@ -1,36 +1,39 @@
-"""The micro-batcher with a fake corrector: gathering, routing, option groups, limits, errors, shutdown."""
+"""The scheduler with a fake corrector: gathering, routing, option groups, bounded units, fairness,
+cancellation, errors, shutdown; and the settings adapter with the real corrector."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from corrector import Correction, CorrectorError, Edit
-from service.batching import DirectRunner, MicroBatcher, Runner, ServiceClosing
+from service.batching import DirectRunner, MicroBatcher, Runner, ServiceClosing, correct_with_settings
 from service.schemas import CorrectOptions
 
 
 class FakeCorrector:
-    """Upper-cases ASCII; records every call. ``delay`` seconds per call; texts 'boom' raise."""
+    """Upper-cases ASCII; records every call. ``delay`` seconds per call plus ``per_char`` seconds per
+    character (a model's cost); texts 'boom' raise."""
 
     name = "fake"
     version = "0"
 
-    def __init__(self, delay: float = 0.0):
+    def __init__(self, delay: float = 0.0, per_char: float = 0.0):
         self.delay = delay
+        self.per_char = per_char
         self.calls: list[tuple[list[str], CorrectOptions]] = []
         self.lock = threading.Lock()
 
-    def correct_batch(self, texts: Sequence[str], *, threshold: float | None = None, max_edits: int | None = None,
-                      protect: Iterable[str] | None = None) -> list[Correction]:
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
         with self.lock:
-            self.calls.append((list(texts), CorrectOptions(threshold, max_edits, tuple(protect or ()))))
-        if self.delay:
-            time.sleep(self.delay)
+            self.calls.append((list(texts), CorrectOptions.of(**settings)))
+        if self.delay or self.per_char:
+            time.sleep(self.delay + self.per_char * sum(map(len, texts)))
         if "boom" in texts:
             raise CorrectorError("boom")
         out = []
@@ -63,7 +66,7 @@ def test_concurrent_requests_share_one_call_and_get_their_own_results():
 
 def test_requests_with_different_options_are_never_mixed():
     fake = FakeCorrector()
-    a, b = CorrectOptions(threshold=0.5), CorrectOptions(threshold=0.5, protect=("张三",))
+    a, b = CorrectOptions.of(threshold=0.5), CorrectOptions.of(threshold=0.5, protect=["张三"])
     requests = [([f"t{i}"], a if i % 2 else b) for i in range(8)]
     results = asyncio.run(run_all(MicroBatcher(fake, max_batch_size=64, max_wait_ms=200), requests))
     assert [r[0].source for r in results] == [f"t{i}" for i in range(8)]
@@ -73,18 +76,81 @@ def test_requests_with_different_options_are_never_mixed():
         assert opts == expected and all((int(t[1]) % 2 == 1) == (expected == a) for t in texts)
 
 
-def test_max_batch_size_bounds_every_call_but_a_big_request_goes_alone():
+def test_max_batch_size_bounds_every_call_and_a_big_request_is_split():
     fake = FakeCorrector()
     requests = [([f"s{i}"], PLAIN) for i in range(10)] + [([f"b{i}" for i in range(7)], PLAIN)]
     results = asyncio.run(run_all(MicroBatcher(fake, max_batch_size=4, max_wait_ms=100), requests))
-    assert [len(r) for r in results] == [1] * 10 + [7]
+    assert [[c.target for c in r] for r in results] == [[f"S{i}"] for i in range(10)] + [[f"B{i}" for i in range(7)]]
     sizes = [len(texts) for texts, _ in fake.calls]
-    assert sum(sizes) == 17 and all(s <= 4 for s in sizes if s != 7) and 7 in sizes
+    assert sum(sizes) == 17 and max(sizes) == 4
+
+
+def test_max_batch_chars_bounds_every_call_but_a_longer_text_goes_alone():
+    fake = FakeCorrector()
+    texts = ["a" * 30, "b" * 30, "c" * 30, "d" * 100, "e" * 10]
+    for runner in (MicroBatcher(fake, max_batch_chars=64, max_wait_ms=0), DirectRunner(fake, max_batch_chars=64)):
+        fake.calls.clear()
+        [result] = asyncio.run(run_all(runner, [(texts, PLAIN)]))
+        assert [c.source for c in result] == texts  # in order, though computed in several calls
+        assert [t for t, _ in fake.calls] == [texts[:2], texts[2:3], texts[3:4], texts[4:]]  # handed out in order
+
+
+def test_a_small_request_is_answered_during_a_maximal_one():
+    """5 texts of 2,000 characters at 0.1 ms a character: 1 s of model time, 0.2 s a text. A small request
+    sent meanwhile waits for the unit in progress only (bound: one text, 0.2 s, plus slack), never for the
+    whole big request; the big one is still answered in full."""
+    fake = FakeCorrector(per_char=1e-4)
+    big = [chr(ord("a") + i) * 2000 for i in range(5)]
+
+    async def go(runner: Runner) -> tuple[float, float, list[Correction]]:
+        await runner.start()
+        try:
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            whole = asyncio.create_task(runner.correct(big, PLAIN))
+            await asyncio.sleep(0.1)
+            sent = loop.time()
+            [small] = await runner.correct(["small"], PLAIN)
+            assert small.target == "SMALL"
+            waited = loop.time() - sent
+            result = await whole
+            return waited, loop.time() - start, result
+        finally:
+            await runner.stop()
+
+    for runner in (MicroBatcher(fake, max_batch_chars=2000, max_wait_ms=5), DirectRunner(fake, max_batch_chars=2000)):
+        fake.calls.clear()
+        waited, total, result = asyncio.run(go(runner))
+        assert [c.target for c in result] == [t.upper() for t in big]
+        assert total >= 1.0
+        assert waited < 0.2 + 0.25, f"{type(runner).__name__}: the small request waited {waited:.2f} s"
+        assert all(sum(map(len, t)) <= 2000 for t, _ in fake.calls)
+
+
+def test_a_timed_out_request_gets_no_further_units():
+    fake = FakeCorrector(per_char=1e-4)
+    big = [chr(ord("a") + i) * 1000 for i in range(10)]  # ten units of 0.1 s
+
+    async def go() -> None:
+        runner = MicroBatcher(fake, max_batch_chars=1000, max_wait_ms=0)
+        await runner.start()
+        try:
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(runner.correct(big, PLAIN), 0.25)
+            await asyncio.sleep(0.5)  # time enough for the rest, were it still scheduled
+            assert (await runner.correct(["after"], PLAIN))[0].target == "AFTER"
+        finally:
+            await runner.stop()
+
+    asyncio.run(go())
+    ran = [t[0] for texts, _ in fake.calls for t in texts if t != "after"]
+    assert 2 <= len(ran) <= 4, ran  # the units before the timeout and the one running at it; not the other 6+
+    assert fake.calls[-1][0] == ["after"]
 
 
 def test_an_error_reaches_only_the_callers_of_that_call():
     fake = FakeCorrector()
-    bad = CorrectOptions(max_edits=1)
+    bad = CorrectOptions.of(max_edits=1)
 
     async def go() -> list[object]:
         batcher = MicroBatcher(fake, max_batch_size=64, max_wait_ms=100)
@@ -136,10 +202,75 @@ def test_stop_finishes_queued_work_then_refuses_new_requests():
     asyncio.run(go())
 
 
-def test_direct_runner_makes_one_call_per_request():
+def test_direct_runner_never_mixes_requests():
     fake = FakeCorrector()
     sizes: list[int] = []
     requests = [([f"a{i}", "b"], PLAIN) for i in range(5)] + [([], PLAIN)]
     results = asyncio.run(run_all(DirectRunner(fake, max_concurrent=2, on_batch=sizes.append), requests))
     assert [[c.target for c in r] for r in results] == [[f"A{i}", "B"] for i in range(5)] + [[]]
     assert sizes == [2] * 5 and len(fake.calls) == 5
+
+
+def test_every_setting_reaches_the_corrector(forced_corrector, tiny_bundle):
+    """Settings travel as keywords named after CorrectorConfig fields; the result is what a corrector
+    loaded with those settings gives."""
+    from conftest import FORCE_EDITS
+
+    from corrector import Corrector
+
+    texts = ["今天天汽很好，我们去公园散步吧", "他已经知道自己错了"]
+    settings = {"verify": True, "top_k": 3, "max_edits": 1, "protect": ("公园",)}
+    got = correct_with_settings(forced_corrector, texts, settings)
+    want = Corrector.load(tiny_bundle, device="cpu", **{**FORCE_EDITS, **settings}).correct_batch(texts)
+    assert [c.to_dict() for c in got] == [c.to_dict() for c in want]
+    assert [c.to_dict() for c in got] != [c.to_dict() for c in forced_corrector.correct_batch(texts)]
+    with pytest.raises(CorrectorError, match="top_k"):
+        correct_with_settings(forced_corrector, texts, {"top_k": 0})
+
+
+def test_long_texts_are_cut_without_changing_any_decision(forced_corrector):
+    """A long text runs as pieces of <= max_batch_chars in separate calls; the stitched result is exactly the
+    whole text's (cuts fall on the corrector's own chunk boundaries, after punctuation, outside protected words)."""
+    sentences = ["今天天汽很好，我们去公园散步吧。", "他已经知道自己错了！", "中国人民银行在北京，上海的张三李四也来了；",
+                 "hello 未来😀末日", "候车的侯爵拔草" * 30]  # the last: a 210-character run without punctuation
+    text = "".join(sentences[i % len(sentences)] for i in range(120))
+    calls: list[int] = []
+
+    class Counting:
+        name, version = "counting", "0"
+        max_tokens = forced_corrector.max_tokens
+        config = forced_corrector.config
+
+        def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+            calls.extend(map(len, texts))
+            return correct_with_settings(forced_corrector, list(texts), settings)
+
+    for settings in ({}, {"protect": ("北京，上海", "李四"), "protect_dictionary_words": True, "max_edits": 1}):
+        calls.clear()
+        [[got]] = asyncio.run(run_all(MicroBatcher(Counting(), max_batch_chars=300, max_wait_ms=0),
+                                    [([text], CorrectOptions.of(**settings))]))
+        [want] = correct_with_settings(forced_corrector, [text], dict(settings))
+        assert len(calls) > 10 and sum(calls) == len(text)
+        assert max(calls) <= 300 + 210  # a piece overflows only by a run it cannot be cut in
+        assert got.to_dict() == want.to_dict() and got.edits
+
+
+def test_piece_spans_tile_the_text_and_cut_only_after_punctuation():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from service.splitting import CUT_AFTER, piece_spans
+
+    @settings(max_examples=200, deadline=None)
+    @given(text=st.text(alphabet="今天好，。！a😀", max_size=400), limit=st.integers(1, 120),
+           chunk=st.integers(1, 60), protect=st.lists(st.text(alphabet="今天，。", min_size=2, max_size=4), max_size=2))
+    def check(text: str, limit: int, chunk: int, protect: list[str]) -> None:
+        spans = piece_spans(text, limit, chunk, protect)
+        assert spans[0][0] == 0 and spans[-1][1] == len(text)
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        for start, _ in spans[1:]:
+            assert text[start - 1] in CUT_AFTER
+            for w in protect:
+                assert not any(i < start < i + len(w) for i in range(len(text)) if text.startswith(w, i))
+
+    check()

@@ -251,8 +251,51 @@ def test_similar(tiny_bundle):
 def test_help():
     out = ok(cli("--help"))
     for flag in ("--input", "--output", "--json", "--explain", "--model", "--threshold", "--protect",
-                 "--protect-file", "--confusions", "--batch-size", "--device", "similar", "export"):
+                 "--protect-file", "--confusions", "--batch-size", "--device", "--set", "--version", "similar",
+                 "CSC_MODEL_DIR"):
         assert flag in out
+
+
+def test_version():
+    from importlib.metadata import version
+
+    assert ok(cli("--version")) == f"electra-csc {version('electra-csc')}\n"
+
+
+def test_set_reaches_every_setting(model, forced):
+    """--set NAME=VALUE reaches settings that have no flag of their own (here: verification back on)."""
+    text = "今天天汽很好，我们去公园散步吧"
+    want = Corrector.load(model[1], device="cpu", verify=True, top_k=3).correct(text).target
+    assert ok(cli(text, *model, "--set", "verify=true", "--set", "top_k=3")) == want + "\n"
+    assert want != forced.correct(text).target  # the settings made a difference
+
+
+@pytest.mark.parametrize("item, words", [("bogus=1", ["bogus"]), ("verify", ["NAME=VALUE"]),
+                                         ("threshold=2", ["threshold"])])
+def test_bad_set(model, item, words):
+    failed(cli("今天", *model, "--set", item), *words)
+
+
+def test_model_dir_variable_is_read(tiny_bundle, tmp_path):
+    """$CSC_MODEL_DIR picks the bundle (here a broken copy, so its use shows)."""
+    broken = Path(shutil.copytree(tiny_bundle, tmp_path / "broken"))
+    (broken / "manifest.json").unlink()
+    failed(cli("今天", env={"CSC_MODEL_DIR": str(broken)}), "manifest.json", "broken")
+
+
+def test_export_lives_in_training():
+    failed(cli("export", "a", "b", "c"), "python -m training.export --hf")
+
+
+def test_inference_package_never_imports_training():
+    import ast
+
+    for path in (REPO / "corrector").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            assert not any(n.split(".")[0] == "training" for n in names), f"{path.name} imports training"
 
 
 # ---- failing ------------------------------------------------------------------------------------
@@ -262,9 +305,10 @@ def test_missing_model_dir(tmp_path):
     failed(cli("今天", "--model", tmp_path / "nowhere", "--device", "cpu"), "no model bundle", "nowhere")
 
 
-def test_no_default_bundle(tmp_path):
-    r = cli("今天天汽很好", env={"CORRECTOR_MODEL": str(tmp_path / "absent")})
-    failed(r, "no model bundle", "absent")
+@pytest.mark.parametrize("var", ["CSC_MODEL_DIR", "CORRECTOR_MODEL"])  # the second: deprecated alias
+def test_model_dir_variable_naming_nothing_fails(tmp_path, var):
+    r = cli("今天天汽很好", env={var: str(tmp_path / "absent")})
+    failed(r, "no model bundle", var, "absent")
 
 
 def test_broken_model(tiny_bundle, tmp_path):
@@ -326,8 +370,9 @@ def test_unwritable_output(model, tmp_path):
     failed(cli("今天", "--output", tmp_path / "no" / "such" / "dir.txt", *model), "dir.txt")
 
 
-def test_similar_needs_one_character(tiny_bundle):
-    failed(cli("similar", "己已", "--model", tiny_bundle), "己已")
+@pytest.mark.parametrize("arg", ["己已", "a", "，", "😀"])
+def test_similar_needs_one_chinese_character(tiny_bundle, arg):
+    failed(cli("similar", arg, "--model", tiny_bundle), "one Chinese character", arg)
 
 
 def test_similar_missing_model(tmp_path):

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FORCE_EDITS
+from conftest import FORCE_EDITS, system_dependency
 from live_server import free_port, server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -22,11 +22,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory) -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip("Chromium is not installed (apt-get install chromium chromium-driver)")
+    system_dependency(CHROMIUM.exists(), "Chromium is not installed (apt-get install chromium chromium-driver)")
     driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-    if not Path(driver_path).exists():
-        pytest.skip("chromedriver is not installed (apt-get install chromium-driver)")
+    system_dependency(Path(driver_path).exists(), "chromedriver is not installed (apt-get install chromium-driver)")
     webdriver = pytest.importorskip("selenium.webdriver")
     from selenium.webdriver.chrome.service import Service
 

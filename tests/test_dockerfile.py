@@ -30,7 +30,8 @@ def test_image_contract():
     assert any(line.startswith("ARG BASE_IMAGE=nvidia/cuda:12.") and "cudnn-runtime" in line for line in lines)
     assert 'pip install "onnxruntime-gpu${ONNXRUNTIME_VERSION}" ".[service]"' in text  # the service extra only
     assert "torch" not in text.replace("no torch", "")
-    assert "COPY --chmod=0755 data/electra_models/default /app/model" in text
+    assert "COPY data/electra_models ./data/electra_models" in text  # installed with the package
+    assert "CSC_MODEL_DIR" not in text.replace("-e CSC_MODEL_DIR", "")  # the shipped bundle is the default
     assert [line for line in lines if line.startswith("USER ")] == ["USER 10001:10001"]
     assert any(line.startswith("HEALTHCHECK ") for line in lines) and "/health" in text
     assert lines[-1] == 'CMD ["python", "-m", "service", "--host", "0.0.0.0", "--port", "8000"]'
@@ -39,5 +40,5 @@ def test_image_contract():
 def test_dockerignore_sends_only_what_the_image_needs():
     patterns = [p for p in (REPO / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
     assert patterns[0] == "*"
-    assert {"!pyproject.toml", "!README.md", "!corrector/", "!service/", "!data/electra_models/default/"} \
-        <= set(patterns)
+    assert {"!pyproject.toml", "!README.md", "!corrector/", "!service/", "!training/",
+            "!data/electra_models/__init__.py", "!data/electra_models/default/"} <= set(patterns)

@@ -1,4 +1,4 @@
-"""ONNX graphs agree with the torch models they came from; ``python -m corrector export`` round trip."""
+"""ONNX graphs agree with the torch models they came from; ``python -m training.export --hf`` round trip."""
 
 from __future__ import annotations
 
@@ -24,8 +24,11 @@ SENTENCES = ["今天天汽很好", "我们去公园散步吧，他已经知道�
 TOLERANCE = 1e-3
 
 
-def export(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "corrector", "export", *map(str, args)], capture_output=True,
+def export(disc: str | Path, gen: str | Path | None = None, out: str | Path | None = None,
+           *flags: str) -> subprocess.CompletedProcess[str]:
+    """``python -m training.export --hf DISC GEN --out OUT [flags]`` (a missing GEN/OUT makes a usage error)."""
+    args = ["--hf", str(disc)] + ([str(gen)] if gen is not None else []) + (["--out", str(out)] if out else [])
+    return subprocess.run([sys.executable, "-m", "training.export", *args, *flags], capture_output=True,
                           text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
 
 
@@ -180,12 +183,12 @@ def test_export_fails_cleanly_past_tolerance(tiny_bundle, tmp_path, monkeypatch,
     """An export whose ONNX disagrees with torch exits 1 with one line and leaves nothing behind."""
     pytest.importorskip("torch")
     import training.onnx_export
-    from corrector.cli import main
+    from training.export import main
 
     monkeypatch.setattr(training.onnx_export, "TOLERANCE", -1.0)
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as info:
-        main(["export", str(tiny_bundle / "discriminator"), str(tiny_bundle / "generator"), str(out)])
+        main(["--hf", str(tiny_bundle / "discriminator"), str(tiny_bundle / "generator"), "--out", str(out)])
     assert info.value.code == 1
     err = capsys.readouterr().err.strip("\n").split("\n")
     assert len(err) == 1 and err[0].startswith("error: ONNX output differs from torch")

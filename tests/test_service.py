@@ -142,6 +142,28 @@ def test_metrics_count_requests_latency_batches_and_errors(tiny_bundle):
     assert "csc_texts_total 6.0" in text
 
 
+def test_metrics_labels_stay_bounded(forced_corrector):
+    """Invented methods and paths all land under one label each; the docs routes count as themselves."""
+    app = create_app(ServiceSettings(), corrector=forced_corrector)
+    with TestClient(app) as c:
+        for path in ("/docs", "/redoc", "/openapi.json", "/static-offline-docs/redoc.standalone.js"):
+            assert c.get(path).status_code == 200
+        c.get("/metrics")  # its own labels appear from the next scrape on
+        sizes = []
+        for round_ in range(2):  # the first round adds its label values once; the second adds none
+            for i in range(100):
+                c.request(f"M{round_}{i:03d}", f"/x{round_}/{i}")
+                c.request(f"N{round_}{i:03d}", "/correct")
+            sizes.append(len(c.get("/metrics").text))
+        text = c.get("/metrics").text
+    assert sizes[1] - sizes[0] < 100, f"/metrics grew by {sizes[1] - sizes[0]} bytes with new methods and paths"
+    assert 'csc_http_requests_total{method="other",route="unmatched",status="404"} 200.0' in text
+    assert 'method="other",route="/correct",status="405"} 200.0' in text
+    for route in ("/docs", "/redoc", "/openapi.json", "/static-offline-docs"):
+        assert f'csc_http_requests_total{{method="GET",route="{route}",status="200"}} 1.0' in text, route
+    assert "M000" not in text and "/x1" not in text
+
+
 def test_each_app_has_its_own_metrics_registry(tiny_bundle):
     a, b = (create_app(ServiceSettings(model_dir=tiny_bundle)) for _ in range(2))
     TestClient(a).get("/health")
@@ -166,6 +188,79 @@ def test_openapi_and_docs(client):
     assert {"/correct", "/health", "/ready", "/metrics"} <= set(schema["paths"])
     assert client.get("/docs").status_code == 200
 
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_pages_load_every_asset_from_this_server(client, page):
+    """Swagger UI and Redoc render offline: every script, style sheet and icon (and no web font) is served
+    here, from the fastapi-offline package."""
+    html = client.get(page).text
+    assert not re.search(r"https?://", html), "the page loads something from another host"
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert any(a.endswith(".js") for a in assets)
+    for asset in assets:
+        r = client.get(asset)
+        assert asset.startswith("/") and r.status_code == 200 and len(r.content) > 100, asset
+        if asset.endswith(".js"):
+            assert "fonts.googleapis.com" not in r.text
+
+
+@pytest.mark.parametrize("path", ["/", "/health", "/ready"])
+def test_head_is_answered_like_get(client, path):
+    head, get = client.head(path), client.get(path)
+    assert head.status_code == get.status_code == 200
+    assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+
+
+@pytest.mark.parametrize("path", ["/correct/", "/health/", "/ready/"])
+def test_no_redirect_to_a_host_the_client_names(client, path):
+    method = "POST" if path.startswith("/correct") else "GET"
+    r = client.request(method, path, content=b'{"text": "a"}', follow_redirects=False,
+                       headers={**JSON, "host": "evil.example"})
+    assert r.status_code == 404 and "location" not in r.headers and r.json() == {"detail": "Not Found"}
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded",
+                                          "multipart/form-data; boundary=x", "application/jsonx"])
+def test_a_body_that_is_not_json_is_415(client, content_type):
+    headers = {"content-type": content_type} if content_type else {}
+    r = client.post("/correct", content=b'{"text": "a"}', headers=headers)
+    assert r.status_code == 415 and "application/json" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON"])
+def test_json_content_types_with_parameters_are_fine(client, content_type):
+    assert client.post("/correct", content=b'{"text": "a"}', headers={"content-type": content_type}).status_code == 200
+
+
+def test_every_decoding_setting_can_be_sent_per_request(forced, tiny_bundle):
+    """Each CorrectorConfig field but the resource one (batch_size) is a request field, and reaches the model."""
+    from dataclasses import fields
+
+    from conftest import FORCE_EDITS
+
+    from corrector import Corrector, CorrectorConfig
+    from service.schemas import DecodingSettings
+
+    assert set(DecodingSettings.model_fields) == {f.name for f in fields(CorrectorConfig)} - {"batch_size"}
+    text = "今天天汽很好。我们去公园散步吧。"
+    settings = {"verify": True, "top_k": 3, "min_similarity": 0.2, "confusions": [["汽", "气"]],
+                "protect_dictionary_words": True}
+    status, body = post(forced, {"text": text, **settings})
+    assert status == 200
+    want = Corrector.load(tiny_bundle, device="cpu", **{**FORCE_EDITS, **settings}).correct(text)
+    assert body["results"][0] == want.to_dict()
+    assert body["results"][0] != post(forced, {"text": text})[1]["results"][0]
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"verify": "no"}, "verify"), ({"top_k": 0}, "top_k"), ({"top_k": 2.5}, "top_k"),
+    ({"confusions": [["汽"]]}, "confusions"), ({"confusions": [["汽", "气体"]]}, "confusions"),
+    ({"mask_threshold": 2}, "mask_threshold"), ({"batch_size": 4}, "batch_size"), ({"bogus": 1}, "bogus"),
+    ({"margin": "1"}, "margin"),
+])
+def test_bad_settings_are_422_naming_the_setting(client, extra, field):
+    status, body = post(client, {"text": "今天", **extra})
+    assert status == 422 and body["detail"][0]["loc"][:2] == ["body", field], body
 
 def test_a_bad_bundle_stops_startup(tmp_path):
     with pytest.raises(ModelLoadError, match="cannot load the model"), \
@@ -350,6 +445,26 @@ def test_settings_come_from_csc_environment_variables(monkeypatch, tmp_path):
     assert s.corrector_settings == {"threshold": 0.7, "protect": ["张三"]}
     with pytest.raises(ValueError):
         ServiceSettings(max_wait_ms=-1)
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ('{"batch_size": 2.5}', ["batch_size", "integer"]),
+    ('{"verify": "no"}', ["verify", "boolean"]),
+    ('{"bogus": 1}', ["bogus", "not permitted"]),
+    ('{"threshold": 1.5}', ["threshold", "1"]),
+    ('["verify"]', ["JSON object"]),
+    ("{verify: false}", ["not valid JSON"]),
+])
+def test_bad_corrector_settings_stop_the_start_in_one_line(value, words, tiny_bundle, capsys):
+    from service.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--model", str(tiny_bundle), "--corrector-settings", value, "--port", "0"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: invalid settings: --corrector-settings"), err
+    for w in words:
+        assert w in err
 
 
 def test_flags_win_over_environment_and_reach_worker_processes(monkeypatch, tmp_path):

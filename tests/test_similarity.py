@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import system_dependency
 
 from corrector.similarity import SimilarityTables, pinyin_similarity
 from corrector.types import CorrectorError
@@ -27,8 +28,8 @@ def decomposition_tables(tmp_path_factory: pytest.TempPathFactory) -> Similarity
 @pytest.fixture(scope="module")
 def font() -> Path:
     found = build.find_font()
-    if found is None:
-        pytest.skip("no CJK font installed (apt-get install fonts-wqy-zenhei)")
+    system_dependency(found is not None, "no CJK font installed (apt-get install fonts-wqy-zenhei)")
+    assert found is not None
     return found
 
 

@@ -2,7 +2,7 @@
 
     python -m training.export --run runs/finetune --similarity runs/similarity \\
         --out data/electra_models/default --name default
-    python -m corrector export DISC_DIR GEN_DIR OUT_DIR     # any HF ELECTRA pair with a 21128 vocab
+    python -m training.export --hf DISC_DIR GEN_DIR --out OUT_DIR   # any HF ELECTRA pair with a 21128 vocab
 
 The bundle is written next to OUT and moved into place at the end, so a failed export never
 leaves a half-written bundle behind.
@@ -14,6 +14,7 @@ import argparse
 import datetime as dt
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -107,7 +108,7 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
 
 
 def export_hf_pair(disc_dir: Path, gen_dir: Path, out: Path, name: str | None = None) -> dict:
-    """What ``python -m corrector export`` runs: any HF ELECTRA pair → bundle."""
+    """What ``python -m training.export --hf DISC GEN --out OUT`` runs: any HF ELECTRA pair → bundle."""
     disc, gen, vocab = load_pair(Path(disc_dir), Path(gen_dir))
     return write_bundle(disc, gen, vocab, Path(out), name=name or Path(out).name,
                         provenance={"source": {"discriminator": str(disc_dir), "generator": str(gen_dir)}},
@@ -115,9 +116,13 @@ def export_hf_pair(disc_dir: Path, gen_dir: Path, out: Path, name: str | None = 
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--run", type=Path, required=True,
-                    help="training run folder holding discriminator/ and generator/ (and provenance.json)")
+    ap = argparse.ArgumentParser(prog="python -m training.export", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", type=Path,
+                     help="training run folder holding discriminator/ and generator/ (and provenance.json)")
+    src.add_argument("--hf", nargs=2, type=Path, metavar=("DISC_DIR", "GEN_DIR"),
+                     help="a Hugging Face ElectraForPreTraining + ElectraForMaskedLM pair (fp32, no tuned defaults)")
     ap.add_argument("--out", type=Path, required=True, help="bundle folder to write (replaced if present)")
     ap.add_argument("--name", default=None, help="bundle name (default: OUT's folder name)")
     ap.add_argument("--similarity", type=Path, default=None,
@@ -129,18 +134,33 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cpu-onnx", choices=["fp32", "int8"], default="fp32",
                     help="graphs the Corrector runs on CPU by default (int8 only after measuring its F1 and speed)")
     args = ap.parse_args(argv)
+    try:
+        if args.hf:
+            disc_dir, gen_dir = args.hf
+            manifest = export_hf_pair(disc_dir, gen_dir, args.out, args.name)
+            diffs = manifest["onnx"]["max_abs_diff_vs_torch"]
+            print(f"wrote {args.out}")
+            print("max abs difference ONNX vs torch: " + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))
+            return
+        manifest = export_run(args)
+    except (CorrectorError, ValueError) as e:  # a bad input pair, or ONNX disagreeing with torch
+        sys.stderr.write(f"error: {e}\n")
+        sys.exit(1)
+    size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
+    print(f"wrote {args.out} ({size / 1e6:.1f} MB); ONNX vs torch max abs diff: {manifest['onnx']['max_abs_diff_vs_torch']}"
+          + (f"; int8 vs fp32: {manifest['onnx']['int8_vs_fp32']}" if args.int8 else ""))
+
+
+def export_run(args: argparse.Namespace) -> dict:
     disc, gen, vocab = load_pair(args.run / "discriminator", args.run / "generator")
     prov_file = args.run / "provenance.json"
     provenance = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.exists() else {}
     metrics = json.loads(args.metrics.read_text(encoding="utf-8")) if args.metrics else {}
     defaults = json.loads(args.defaults.read_text(encoding="utf-8")) if args.defaults else {}
-    manifest = write_bundle(disc, gen, vocab, args.out, name=args.name or args.out.name,
-                            similarity=args.similarity, provenance=provenance, metrics=metrics,
-                            corrector_defaults=defaults, half=not args.full_precision, int8=args.int8,
-                            cpu_onnx=args.cpu_onnx)
-    size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
-    print(f"wrote {args.out} ({size / 1e6:.1f} MB); ONNX vs torch max abs diff: {manifest['onnx']['max_abs_diff_vs_torch']}"
-          + (f"; int8 vs fp32: {manifest['onnx']['int8_vs_fp32']}" if args.int8 else ""))
+    return write_bundle(disc, gen, vocab, args.out, name=args.name or args.out.name,
+                        similarity=args.similarity, provenance=provenance, metrics=metrics,
+                        corrector_defaults=defaults, half=not args.full_precision, int8=args.int8,
+                        cpu_onnx=args.cpu_onnx)
 
 
 if __name__ == "__main__":

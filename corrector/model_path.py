@@ -1,0 +1,42 @@
+"""Where the default model bundle lives: ``$CSC_MODEL_DIR``, else the bundle shipped with the package.
+
+The bundle is one copy in the repository (``data/electra_models/default``). A checkout or an editable
+install reads it there; a wheel carries it as the data package ``corrector_models`` (see
+``pyproject.toml``), so a plain ``pip install .`` finds it too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from .types import CorrectorError
+
+ENV_MODEL = "CSC_MODEL_DIR"  # one name for the library, the CLI and the service
+DEPRECATED_ENV_MODEL = "CORRECTOR_MODEL"  # read when ENV_MODEL is unset; will go away
+DATA_PACKAGE = "corrector_models"  # data/electra_models in a wheel
+DEFAULT_BUNDLE = "default"
+
+
+def default_model_path() -> Path:
+    """``$CSC_MODEL_DIR`` (which must then be a directory), else :func:`shipped_model_path`."""
+    for var in (ENV_MODEL, DEPRECATED_ENV_MODEL):
+        value = os.environ.get(var)
+        if value:
+            if not Path(value).is_dir():
+                raise CorrectorError(f"no model bundle at ${var}={value}: not a directory")
+            return Path(value)
+    return shipped_model_path()
+
+
+def shipped_model_path() -> Path:
+    """The default bundle of this checkout, or of the installed ``corrector_models`` data package."""
+    in_checkout = Path(__file__).resolve().parent.parent / "data" / "electra_models" / DEFAULT_BUNDLE
+    if in_checkout.is_dir():
+        return in_checkout
+    spec = importlib.util.find_spec(DATA_PACKAGE)
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(location) / DEFAULT_BUNDLE).is_dir():
+            return Path(location) / DEFAULT_BUNDLE
+    return in_checkout  # absent: Corrector.load names it in its error

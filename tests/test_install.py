@@ -1,0 +1,83 @@
+"""A plain (non-editable) install finds the shipped model: ``pip install .`` into a fresh venv, then
+``python -m corrector 我门`` from an empty directory.
+
+To stay fast and offline the venv sees this environment's packages through a ``.pth`` line
+(numpy, onnxruntime, ... and setuptools for the build) and pip installs the project alone
+(``--no-deps --no-build-isolation``) from a copy of the sources, so no stale ``build/`` is reused.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "README.md", "corrector", "service", "training", "data/electra_models")
+
+pytestmark = pytest.mark.slow
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("install")
+    src = tmp / "src"
+    for rel in SOURCES:
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / rel).is_dir():
+            shutil.copytree(REPO / rel, src / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(REPO / rel, src / rel)
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    py = venv_python(venv)
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    (site / "outer_env.pth").write_text(sysconfig.get_path("purelib") + "\n")  # dependencies and pip
+    done = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", str(src)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shutil.rmtree(src)  # nothing may point back at the sources
+    return py
+
+
+def test_plain_install_finds_the_shipped_model(installed, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no CSC_MODEL_DIR, no PYTHONPATH
+    where = subprocess.run([str(installed), "-c", "import corrector, corrector.model_path as m; "
+                            "print(corrector.__file__); print(m.default_model_path())"],
+                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    assert where.returncode == 0, where.stderr
+    module, model = where.stdout.splitlines()
+    prefix = str(installed.parent.parent)
+    assert module.startswith(prefix) and model.startswith(prefix), where.stdout  # the installed copy, not REPO
+    assert model.endswith("corrector_models/default")
+    done = subprocess.run([str(installed), "-m", "corrector", "我门一起去吃饭吧。"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "我们一起去吃饭吧。\n"
+
+
+def test_the_wheel_names_the_right_onnxruntime_per_platform(installed, tmp_path):
+    from packaging.requirements import Requirement
+
+    meta = subprocess.run([str(installed), "-c", "from importlib.metadata import requires; "
+                           "print('\\n'.join(requires('electra-csc')))"], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)  # not the checkout, whose *.egg-info would answer instead
+    reqs = [Requirement(line) for line in meta.stdout.splitlines()]
+    runtimes = [r for r in reqs if r.name in ("onnxruntime", "onnxruntime-gpu")]
+    assert {r.name for r in runtimes} == {"onnxruntime", "onnxruntime-gpu"}
+    platforms = {("linux", "x86_64"): "onnxruntime-gpu", ("win32", "AMD64"): "onnxruntime-gpu",
+                 ("linux", "aarch64"): "onnxruntime", ("darwin", "arm64"): "onnxruntime",
+                 ("darwin", "x86_64"): "onnxruntime", ("win32", "ARM64"): "onnxruntime"}
+    for (plat, machine), want in platforms.items():
+        env = {"sys_platform": plat, "platform_machine": machine, "extra": ""}
+        chosen = [r.name for r in runtimes if r.marker is None or r.marker.evaluate(env)]
+        assert chosen == [want], (plat, machine, chosen)
