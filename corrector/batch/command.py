@@ -16,7 +16,7 @@ from typing import Any
 
 from ..cli import CliError, decoding_args, decoding_settings
 from .engines import ModelSpec
-from .inputs import INPUT_FORMATS, ReadOptions, find_inputs, parquet_module, plan_shards
+from .inputs import INPUT_FORMATS, InputFile, ReadOptions, find_inputs, parquet_module, plan_shards
 from .shards import OUTPUT_FORMATS, OutputDir
 
 JOB_VERSION = 1
@@ -117,7 +117,7 @@ def _check_args(args: argparse.Namespace) -> None:
                 raise CliError(f"--{flag.replace('_', '-')} needs --engine ray")
 
 
-def _job(args: argparse.Namespace, files: list, spec: ModelSpec, opts: ReadOptions) -> dict[str, Any]:
+def _job(args: argparse.Namespace, files: list[InputFile], spec: ModelSpec, opts: ReadOptions) -> dict[str, Any]:
     """What must not change between a run and its resumption (the engine and its actors may).
 
     The batch size is part of it: the int8 CPU graphs make results shift slightly with batch composition.

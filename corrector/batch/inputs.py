@@ -184,9 +184,11 @@ def read_shard(shard: Shard, opts: ReadOptions) -> Iterator[Record]:
         return
     # a line of more than max_chars characters has more than 4 * max_chars bytes; JSON escapes take up to 6
     limit = 4 * (opts.max_chars + 1) + 1 if shard.format == "text" else 6 * (opts.max_chars + 1) + 65536
+    too_long = f"line longer than {opts.max_chars} characters" if shard.format == "text" else \
+        f"line longer than {limit} bytes"
     for line, raw in _raw_lines(shard, limit):
         if raw is None:
-            yield _bad(shard, line, f"line longer than {opts.max_chars} characters")
+            yield _bad(shard, line, too_long)
         elif shard.format == "text":
             yield _text_record(shard, line, raw, opts)
         elif raw.strip():

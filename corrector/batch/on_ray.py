@@ -61,9 +61,14 @@ def run_ray(spec: ModelSpec, shards: list[Shard], opts: ReadOptions, *, batch_si
     ray = ray_module()
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 logging_level=logging.WARNING, log_to_driver=False)
+        try:
+            ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
+                     logging_level=logging.WARNING, log_to_driver=False)
+        except Exception as e:  # ConnectionError, RuntimeError, ValueError for a bad address
+            where = f"join the Ray cluster at {address}" if address else "start a local Ray runtime"
+            raise CorrectorError(f"cannot {where}: {_last_line(e)}") from None
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "progress bars disabled": ours show
     try:
         if num_actors is None:
             num_actors = max(1, math.floor(ray.cluster_resources().get("CPU", 1) / actor_cpus))
