@@ -435,17 +435,19 @@ def test_ray_and_local_give_identical_shards(ray_runtime, model, tmp_path):
 
 
 @pytest.mark.slow
-def test_ray_resumes_a_crashed_run(ray_runtime, model, tmp_path, monkeypatch):
+def test_ray_resumes_a_crashed_run_and_a_crashed_ray_run_resumes(ray_runtime, model, tmp_path, monkeypatch):
     d = mixed_corpus(tmp_path)
     args = ["-i", d, "--shard-size", "6", "--batch-size", "4", "--format", "parquet", *model]
-    clean, out = tmp_path / "clean", tmp_path / "out"
+    on_ray = ["--engine", "ray", "--num-actors", "2"]
+    clean, out, out2 = tmp_path / "clean", tmp_path / "out", tmp_path / "out2"
     run_here(*args, "-o", clean)
-    with monkeypatch.context() as m:
-        crash_after(m, 33)
-        with pytest.raises(Crash):
-            run_here(*args, "-o", out)
-    done = len(part_files(out))
-    assert 0 < done < 12
-    run_here(*args, "-o", out, "--engine", "ray", "--num-actors", "2")
-    same_outputs(clean, out)
-    assert summary(out)["shards_already_done"] == done
+    for first, then, where in [([], on_ray, out), (on_ray, [], out2)]:
+        with monkeypatch.context() as m:
+            crash_after(m, 33)
+            with pytest.raises(Crash):
+                run_here(*args, *first, "-o", where)
+        done = len(part_files(where))
+        assert 0 < done < 12
+        run_here(*args, *then, "-o", where)
+        same_outputs(clean, where)
+        assert summary(where)["shards_already_done"] == done
