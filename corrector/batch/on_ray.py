@@ -72,6 +72,7 @@ def run_ray(spec: ModelSpec, shards: list[Shard], opts: ReadOptions, *, batch_si
     try:
         if num_actors is None:
             num_actors = max(1, math.floor(ray.cluster_resources().get("CPU", 1) / actor_cpus))
+        num_actors = min(num_actors, len(shards))  # an actor with no shard to take would only load the model
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = False
