@@ -2,8 +2,9 @@
 
     python -m corrector "今天天汽很好"              # prints the corrected text
     python -m corrector --input in.txt --output out.txt --json
-    python -m corrector --set verify=false --set top_k=10 "..."   # any decoding setting
+    python -m corrector --set top_k=10 "..."       # any decoding setting
     python -m corrector similar 己                  # sound and shape neighbours
+    python -m corrector batch --input corpus.txt --output out/   # corrector/batch/: a corpus, locally or on Ray
 
 Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.export --hf``.
 """
@@ -23,6 +24,7 @@ from .text import is_cjk
 from .types import CorrectorError
 
 BATCH_LINES = 256
+LOAD_ARGS = ("path", "device", "precision", "threads")  # Corrector.load's own arguments, not settings for --set
 
 
 class CliError(Exception):
@@ -32,7 +34,8 @@ class CliError(Exception):
 def correct_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m corrector",
-        description="Correct Chinese spelling errors. Other command: 'similar CHAR' (sound and shape neighbours).",
+        description="Correct Chinese spelling errors. Other commands: 'similar CHAR' (sound and shape "
+                    "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray).",
     )
     ap.add_argument("--version", action="version", version=version_line())
     ap.add_argument("text", nargs="?", help="text to correct (default: read lines from --input or stdin)")
@@ -40,20 +43,39 @@ def correct_parser() -> argparse.ArgumentParser:
     ap.add_argument("--output", "-o", help="write results here instead of stdout")
     ap.add_argument("--json", action="store_true", help="JSON lines: source, target, edits")
     ap.add_argument("--explain", action="store_true", help="per-character RTD probability and candidates")
+    decoding_args(ap)
+    ap.add_argument("--batch-size", type=int, help="chunks per model call")
+    return ap
+
+
+def decoding_args(ap: argparse.ArgumentParser) -> None:
+    """The model and decoding options, shared by the plain command and ``batch``."""
     _model_args(ap)
     ap.add_argument("--threshold", type=float, help="detection threshold in [0, 1] (default: the bundle's)")
     ap.add_argument("--max-edits", type=int, help="most edits per sentence (0 = no limit)")
     ap.add_argument("--protect", nargs="+", default=[], metavar="WORD", help="words never edited inside")
     ap.add_argument("--protect-file", help="file of protected words, one per line")
     ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
-    ap.add_argument("--batch-size", type=int, help="chunks per model call")
+    ap.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
+                    help="any corrector setting (see corrector/config.py), VALUE parsed as JSON when it can be, "
+                         "e.g. --set verify=false --set top_k=10; repeatable, applied after the flags above")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--precision", choices=PRECISIONS, default="auto",
                     help="CPU graphs: auto (the bundle's recommendation), fp32 or int8-quantised")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="settings",
-                    help="any decoding setting of corrector/config.py, VALUE as JSON (e.g. verify=false, top_k=10); "
-                         "repeatable")
-    return ap
+
+
+def _setting(arg: str) -> tuple[str, object]:
+    name, sep, raw = arg.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {arg!r}")
+    if name in LOAD_ARGS:
+        raise argparse.ArgumentTypeError(f"{name} is not a decoding setting; use --model, --device or --precision")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return name, value
 
 
 def version_line() -> str:
@@ -63,20 +85,6 @@ def version_line() -> str:
         return f"electra-csc {version('electra-csc')}"
     except PackageNotFoundError:
         return "electra-csc (not installed)"
-
-
-def parse_set(items: list[str]) -> dict[str, object]:
-    """``NAME=VALUE`` pairs; VALUE is read as JSON (``0.5``, ``true``, ``["张三"]``), else taken as text."""
-    out: dict[str, object] = {}
-    for item in items:
-        name, eq, raw = item.partition("=")
-        if not eq or not name.strip():
-            raise CliError(f"--set expects NAME=VALUE, got {item!r}")
-        try:
-            out[name.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[name.strip()] = raw
-    return out
 
 
 def _model_args(ap: argparse.ArgumentParser) -> None:
@@ -91,6 +99,10 @@ def main(argv: list[str] | None = None) -> None:
         elif argv and argv[0] == "export":
             raise CliError("'export' moved to the training package: "
                            "python -m training.export --hf DISC_DIR GEN_DIR --out OUT_DIR (needs the 'train' extra)")
+        elif argv and argv[0] == "batch":
+            from .batch.command import run_batch
+
+            code = run_batch(argv[1:])
         else:
             code = run_correct(argv)
     except (CliError, CorrectorError) as e:
@@ -105,24 +117,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def run_correct(argv: list[str]) -> int:
     args = correct_parser().parse_args(argv)
-    from .config import parse_confusions
     from .corrector import Corrector
 
-    settings: dict = parse_set(args.settings)
-    protect = list(args.protect)
-    if args.protect_file:
-        protect += [w.strip() for w in _read_text(args.protect_file).splitlines() if w.strip()]
-    if protect:
-        settings["protect"] = protect
-    if args.confusions:
-        try:
-            settings["confusions"] = parse_confusions(_read_text(args.confusions))
-        except ValueError as e:
-            raise CliError(f"{args.confusions}: {e}") from None
-    for key in ("threshold", "max_edits", "batch_size"):
-        if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
-    fixer = Corrector.load(args.model, device=args.device, precision=args.precision, **settings)
+    fixer = Corrector.load(args.model, device=args.device, precision=args.precision, **decoding_settings(args))
 
     out = _open_output(args.output)
     try:
@@ -141,6 +138,28 @@ def run_correct(argv: list[str]) -> int:
         if out is not sys.stdout:
             out.close()
     return 0
+
+
+def decoding_settings(args: argparse.Namespace) -> dict:
+    """``Corrector.load`` settings from the options added by :func:`decoding_args` (and ``--batch-size``)."""
+    from .config import parse_confusions
+
+    settings: dict = {}
+    protect = list(args.protect)
+    if args.protect_file:
+        protect += [w.strip() for w in _read_text(args.protect_file).splitlines() if w.strip()]
+    if protect:
+        settings["protect"] = protect
+    if args.confusions:
+        try:
+            settings["confusions"] = parse_confusions(_read_text(args.confusions))
+        except ValueError as e:
+            raise CliError(f"{args.confusions}: {e}") from None
+    for key in ("threshold", "max_edits", "batch_size"):
+        if getattr(args, key, None) is not None:
+            settings[key] = getattr(args, key)
+    settings.update(args.settings)
+    return settings
 
 
 def _emit(fixer, texts: list[str], args: argparse.Namespace, out: TextIO) -> None:
