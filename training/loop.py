@@ -10,6 +10,8 @@ import math
 import os
 import random
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
@@ -166,7 +168,8 @@ class RunResult:
 class StepRunner:
     """The one training loop of pretraining and fine-tuning: the lr schedule (linear warmup, linear decay),
     gradient accumulation, clipping, the optimizer step, when to stop (end of schedule, ``stop_after`` steps
-    in this invocation, the wall-clock deadline, or a hook's ``stop``) and periodic checkpoints.
+    in this invocation, the wall-clock deadline, SIGTERM/SIGINT, or a hook's ``stop``) and periodic
+    checkpoints; it always ends with a checkpoint, so a killed run resumes where it was.
 
     ``micro_step()`` draws one micro-batch and returns its losses/statistics with the loss to minimise under
     "loss"; ``on_step(step, lr, stats)`` is called after every optimizer step (logging, evaluation, saving the
@@ -224,16 +227,26 @@ class StepRunner:
             on_step: Callable[[int, float, dict[str, float]], None], accum: int = 1) -> RunResult:
         from tqdm import tqdm
 
+        def end_now(signum: int, _frame: object) -> None:  # SIGTERM/SIGINT: finish the step, save, exit cleanly
+            self.deadline = 0.0
+
+        handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            handlers = {sig: signal.signal(sig, end_now) for sig in (signal.SIGTERM, signal.SIGINT)}
         bar = tqdm(total=self.max_steps, initial=self.step, desc=self.desc, disable=not self.is_main, unit="step")
-        while self.step < self.last_step and time.time() < self.deadline and self.stopped is None:
-            lr = self.lr_now()
-            stats = self.train_step(micro_step, accum)
-            bar.update(1)
-            on_step(self.step, lr, stats)
-            if self.step % self.ckpt_every == 0 and self.stopped is None:
-                self.checkpoint()
-        bar.close()
-        self.checkpoint()
+        try:
+            while self.step < self.last_step and time.time() < self.deadline and self.stopped is None:
+                lr = self.lr_now()
+                stats = self.train_step(micro_step, accum)
+                bar.update(1)
+                on_step(self.step, lr, stats)
+                if self.step % self.ckpt_every == 0 and self.stopped is None:
+                    self.checkpoint()
+            bar.close()
+            self.checkpoint()
+        finally:
+            for sig, old in handlers.items():
+                signal.signal(sig, old)
         return RunResult(self.step, round(self.elapsed_s), self.step >= self.max_steps, self.stopped)
 
 

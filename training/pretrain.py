@@ -54,6 +54,7 @@ class PretrainConfig:
     rtd_weight: float = 50.0  # λ, discriminator loss weight
     confusion_rate: float = 0.0  # share of corruptions drawn from the confusion table, not the generator
     warm_start: bool = True  # LAC-small character embeddings as the initial embedding table
+    rtd_prior_bias: bool = True  # start the discriminator's output bias at the log-odds of the replaced share
     seed: int = 1234
     log_every: int = 20
     eval_every: int = 500
@@ -125,6 +126,19 @@ class ElectraPretrainer(nn.Module):
         pick = (torch.rand(len(targets), device=targets.device) * n_valid.clamp(min=1)).long()
         alt = table.gather(1, pick[:, None]).squeeze(1)
         return torch.where(use, alt, sampled)
+
+
+@torch.no_grad()
+def init_rtd_prior_bias(disc: torch.nn.Module, replaced_share: float) -> None:
+    """Start the RTD head's bias at the log-odds of the share of replaced tokens (an untrained generator
+    almost never reproduces the original, so about ``mask_rate``), as detection heads are initialised for
+    rare classes. From a zero bias the first thing the loss asks for is "lower every logit"; Adam moves each
+    weight by about lr a step, so the many encoder weights achieve that long before the one bias does, by
+    making every position the same vector: the discriminator collapses. Measured (cpu shape, batch 16,
+    100 warmup steps, held-out at step 50): top-layer spread 0.011 / 0.000 at lr 1e-3 / 3e-3 from a zero
+    bias, 0.60 / 0.55 from this one; RTD AUC 0.86 / 0.53 against 0.93 / 0.85."""
+    p = min(max(replaced_share, 1e-4), 1 - 1e-4)
+    disc.discriminator_predictions.dense_prediction.bias.fill_(float(np.log(p / (1 - p))))
 
 
 def sample_from_logits(logits: torch.Tensor) -> torch.Tensor:
@@ -210,6 +224,8 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         n = warm_start_embeddings(model.disc, load_vocab_list(data))
         if rt.is_main:
             print(f"warm start: {n} LAC character embeddings")
+    if not resume and cfg.rtd_prior_bias:
+        init_rtd_prior_bias(model.disc, cfg.mask_rate)
     opt = loop.make_optimizer(model, cfg.lr, cfg.weight_decay, rt.device)
     step, tokens_seen, elapsed_before = 0, 0, 0.0
     if resume:
@@ -259,6 +275,11 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
     guard = CollapseGuard(after_step=cfg.warmup_steps, max_auc=cfg.collapse_auc, max_std=cfg.collapse_std)
     window = {"t": time.time(), "tok": 0}
 
+    def plot() -> None:
+        log.plot(out / "pretrain.png", [("loss", ["mlm", "val_mlm"]), ("RTD loss", ["rtd", "val_rtd"]),
+                                        ("accuracy", ["mlm_acc", "rtd_acc", "val_mlm_acc", "val_rtd_acc"]),
+                                        ("discriminator health", ["val_rtd_auc", "val_top_std", "val_top_cos"])])
+
     def micro_step() -> dict[str, torch.Tensor]:
         nonlocal tokens_seen
         ids = train_data.batch(np_rng, cfg.batch_size)
@@ -297,13 +318,12 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
                 (snap / "provenance.json").write_text(json.dumps(
                     provenance(step, False, runner.elapsed_s), indent=2, ensure_ascii=False), encoding="utf-8")
                 shutil.copyfile(ckpt_path, snap / "ckpt.pt")  # a fork point for A/B arms
-        if rt.is_main and step % cfg.ckpt_every == 0:
-            log.plot(out / "pretrain.png", [("loss", ["mlm", "val_mlm"]), ("RTD loss", ["rtd", "val_rtd"]),
-                                            ("accuracy", ["mlm_acc", "rtd_acc", "val_mlm_acc", "val_rtd_acc"]),
-                                            ("discriminator health", ["val_rtd_auc", "val_top_std", "val_top_cos"])])
+        if step % cfg.ckpt_every == 0:
+            plot()
 
     next_snapshot = [(tokens_seen // cfg.snapshot_tokens + 1) * cfg.snapshot_tokens if cfg.snapshot_tokens else 0]
     result = runner.run(micro_step, on_step, accum=cfg.grad_accum)
+    plot()
     summary = {"step": result.step, "tokens_seen": tokens_seen, "elapsed_s": result.elapsed_s,
                "finished": result.finished}
     if rt.is_main and result.stopped is None:
