@@ -145,6 +145,42 @@ def test_interrupted_pretraining_resumes_to_the_same_state(prepared, tmp_path):
         assert torch.equal(a[k], b[k]), k
 
 
+def _pretrain(data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "training.pretrain", "--data", str(data), "--out", str(out), "--config", "debug",
+         "--batch-size", "4", "--seq-len", "32", "--threads", "1", *extra],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_resumed_pretraining_refuses_recipe_flags_and_logs_schedule_flags(prepared, tmp_path):
+    first = _pretrain(prepared / "data", tmp_path, "--max-steps", "4", "--stop-after", "2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    changed = _pretrain(prepared / "data", tmp_path, "--max-steps", "4", "--rtd-weight", "10")
+    assert changed.returncode != 0
+    assert "--rtd-weight 10.0 (checkpoint: 50.0)" in changed.stderr and "Traceback" not in changed.stderr
+    assert torch.load(tmp_path / "ckpt.pt", weights_only=False)["step"] == 2  # nothing ran
+    longer = _pretrain(prepared / "data", tmp_path, "--max-steps", "5")
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert "--max-steps 5 replaces the checkpoint's 4" in longer.stdout
+    ckpt = torch.load(tmp_path / "ckpt.pt", weights_only=False)
+    assert ckpt["step"] == 5 and ckpt["train_config"]["max_steps"] == 5 and ckpt["train_config"]["rtd_weight"] == 50
+
+
+def test_collapsed_discriminator_stops_the_run_with_a_message(prepared, tmp_path):
+    """Thresholds no discriminator can pass force the collapse rule: it waits for warmup and two evaluations
+    in a row, then stops with a message and a non-zero exit, keeping the checkpoint and saving no pair."""
+    res = _pretrain(prepared / "data", tmp_path, "--max-steps", "20", "--warmup-steps", "2", "--eval-every", "1",
+                    "--collapse-auc", "1.0", "--collapse-std", "100")
+    assert res.returncode != 0
+    assert "discriminator collapsed at step 4" in res.stderr and "Traceback" not in res.stderr
+    assert torch.load(tmp_path / "ckpt.pt", weights_only=False)["step"] == 4
+    assert not (tmp_path / "discriminator").exists()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in rows if "val_rtd_auc" in r]
+    assert [e["step"] for e in evals] == [1, 2, 3, 4]
+    assert all(e["val_top_std"] >= 0.0 and len(e["val_layer_std"]) == 3 for e in evals)  # embeddings + 2 layers
+
+
 def test_torchrun_two_process_cpu_pretraining(prepared, tmp_path):
     res = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m",

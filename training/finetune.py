@@ -16,7 +16,6 @@ import argparse
 import json
 import platform
 import shutil
-import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -24,14 +23,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
 from corrector.tokenize import SPECIAL_IDS
 
 from . import loop
 from .csc_data import EncodedPairs, collate, encode_pairs, read_pairs
-from .modeling import build_models, get_config
+from .modeling import build_models, generator_head, get_config
 
 
 @dataclass
@@ -67,7 +65,7 @@ class CscModel(nn.Module):
         # correction: errors (+ sampled correct characters), masked or as they are
         gen_in = torch.where(train_pos & show_mask, torch.full_like(src, SPECIAL_IDS["[MASK]"]), src)
         h = self.gen.electra(input_ids=gen_in, attention_mask=attn).last_hidden_state[train_pos]
-        logits = self.gen.generator_lm_head(self.gen.generator_predictions(h)).float()
+        logits = generator_head(self.gen, h).float()
         targets = tgt[train_pos]
         cor = F.cross_entropy(logits, targets) if len(targets) else logits.sum() * 0
         with torch.no_grad():
@@ -99,7 +97,7 @@ def dev_metrics(model: CscModel, dev: EncodedPairs, rt: loop.Runtime, threshold:
         with rt.autocast():
             p = torch.sigmoid(model.disc(input_ids=src_t, attention_mask=attn).logits.float())
             h = model.gen.electra(input_ids=src_t, attention_mask=attn).last_hidden_state
-            top1 = model.gen.generator_lm_head(model.gen.generator_predictions(h)).argmax(-1)
+            top1 = generator_head(model.gen, h).argmax(-1)
         flag = (p > threshold) & ed_t & (top1 != src_t)
         wrong = (src_t != tgt_t) & ed_t
         tp_d += int((flag & wrong).sum())
@@ -143,15 +141,23 @@ def load_init(init: Path | None, scratch: str | None) -> tuple[ElectraForMaskedL
     return gen, disc, {"pretrained": True, **prov, "init": str(init)}
 
 
-def train(cfg: FinetuneConfig, args: argparse.Namespace) -> dict:
+# may differ from the checkpoint's on resume (applied and logged); every other setting is fixed for the run
+RESUME_MUTABLE = ("max_steps", "lr", "warmup_steps", "log_every", "eval_every", "ckpt_every")
+
+
+def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None = None) -> dict:
+    """Fine-tune into args.out (resuming from out/ckpt.pt). ``given``: the config fields set on the command
+    line (None = all of them), which a resumed run must not silently override."""
     rt = loop.setup_runtime(args.device, args.threads)
-    np_rng = loop.seed_everything(cfg.seed)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "ckpt.pt"
     resume = loop.load_checkpoint(ckpt_path) if ckpt_path.exists() else None
     if resume:
-        cfg = FinetuneConfig(**resume["train_config"])
+        cfg = loop.resume_config(FinetuneConfig, cfg, resume["train_config"],
+                                 {f.name for f in fields(FinetuneConfig)} if given is None else given,
+                                 RESUME_MUTABLE, ckpt_path)
+    np_rng = loop.seed_everything(cfg.seed)
     gen, disc, init_info = load_init(args.init, args.from_scratch)
     if args.reinit_discriminator and not resume:
         torch.manual_seed(cfg.seed)
@@ -173,69 +179,60 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace) -> dict:
         loop.restore_rng(resume["rng"], np_rng)
     log = loop.MetricsLog(out / "metrics.jsonl")
     print(f"{len(train_data)} training pairs, {len(dev_data)} dev pairs; step {step}/{cfg.max_steps}")
-    t_start = time.time()
-    deadline = t_start + args.max_minutes * 60 if args.max_minutes else float("inf")
-    bar = tqdm(total=cfg.max_steps, initial=step, desc="finetune", unit="step")
 
-    def save_best() -> None:
-        for sub, m in (("discriminator", model.disc), ("generator", model.gen)):
-            m.save_pretrained(out / "best" / sub)
-            shutil.copyfile(vocab_path, out / "best" / sub / "vocab.txt")
+    def state() -> dict:
+        return {"best": best, "rng": loop.rng_state(np_rng), "train_config": asdict(cfg)}
 
-    def checkpoint() -> None:
-        loop.save_checkpoint(ckpt_path, model=model.state_dict(), optimizer=opt.state_dict(), step=step, best=best,
-                             rng=loop.rng_state(np_rng), train_config=asdict(cfg),
-                             elapsed_s=elapsed_before + time.time() - t_start)
-        log.plot(out / "finetune.png", [("loss", ["cor", "det"]), ("dev", ["dev_det_f1", "dev_cor_f1", "cor_acc_err"])])
+    runner = loop.StepRunner(model, opt, lr=cfg.lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.max_steps,
+                             ckpt_path=ckpt_path, ckpt_every=cfg.ckpt_every, state=state,
+                             max_minutes=args.max_minutes, stop_after=args.stop_after, step=step,
+                             elapsed_before=elapsed_before, desc="finetune")
 
-    last_step = min(cfg.max_steps, step + args.stop_after) if args.stop_after else cfg.max_steps
-    while step < last_step and time.time() < deadline:
-        lr = loop.lr_at(step, cfg.lr, cfg.warmup_steps, cfg.max_steps)
-        for g in opt.param_groups:
-            g["lr"] = lr
+    def micro_step() -> dict[str, torch.Tensor]:
         idx = np_rng.integers(0, len(train_data), cfg.batch_size)
         src, tgt, editable = collate(train_data, idx)
         train_pos, show = generator_positions(src, tgt, editable, np_rng, cfg)
         t = [torch.as_tensor(a, device=rt.device) for a in (src, tgt, editable, train_pos, show)]
         with rt.autocast():
-            res = model(*t, det_weight=cfg.det_weight)
-        res["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        step += 1
-        bar.update(1)
-        if step % cfg.log_every == 0:
-            vals = {k: float(v.detach()) for k, v in res.items()}
-            bar.set_postfix(cor=f"{vals['cor']:.2f}", det=f"{vals['det']:.3f}", acc=f"{vals['cor_acc_err']:.2f}")
-            log.write(step=step, lr=lr, **vals)
-        if step % cfg.eval_every == 0 or step == cfg.max_steps:
-            m = dev_metrics(model, dev_data, rt)
-            log.write(step=step, **m)
-            if m["dev_cor_f1"] > best:
-                best = m["dev_cor_f1"]
-                save_best()
-            bar.write(f"step {step}: " + " ".join(f"{k}={v:.3f}" for k, v in m.items()) + f" (best {best:.3f})")
-        if step % cfg.ckpt_every == 0:
-            checkpoint()
-    bar.close()
-    if best < 0:  # stopped before the first evaluation
+            return model(*t, det_weight=cfg.det_weight)
+
+    def evaluate_and_keep_best(step: int) -> None:
+        nonlocal best
         m = dev_metrics(model, dev_data, rt)
-        best = m["dev_cor_f1"]
-        save_best()
-    checkpoint()
+        log.write(step=step, **m)
+        if m["dev_cor_f1"] > best:
+            best = m["dev_cor_f1"]
+            loop.save_pair(model.gen, model.disc, out / "best", vocab_path)
+        print(f"step {step}: " + " ".join(f"{k}={v:.3f}" for k, v in m.items()) + f" (best {best:.3f})", flush=True)
+
+    def plot() -> None:
+        log.plot(out / "finetune.png", [("loss", ["cor", "det"]), ("dev", ["dev_det_f1", "dev_cor_f1", "cor_acc_err"])])
+
+    def on_step(step: int, lr: float, stats: dict[str, float]) -> None:
+        if step % cfg.log_every == 0:
+            log.write(step=step, lr=lr, **stats)
+        if step % cfg.eval_every == 0 or step == cfg.max_steps:
+            evaluate_and_keep_best(step)
+        if step % cfg.ckpt_every == 0:
+            plot()
+
+    result = runner.run(micro_step, on_step)
+    if best < 0:  # stopped before the first evaluation
+        evaluate_and_keep_best(result.step)
+        runner.checkpoint()
+    plot()
     for sub in ("discriminator", "generator"):
         shutil.rmtree(out / sub, ignore_errors=True)
         shutil.copytree(out / "best" / sub, out / sub)
     provenance = {
         **init_info,
-        "finetune": {"steps": step, "train_file": str(args.train), "train_pairs": len(train_data),
+        "finetune": {"steps": result.step, "train_file": str(args.train), "train_pairs": len(train_data),
                      "dev_file": str(args.dev), "best_dev_cor_f1_proxy": round(best, 4),
-                     "elapsed_s": round(elapsed_before + time.time() - t_start)},
+                     "elapsed_s": result.elapsed_s},
         "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device}",
     }
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
-    summary = {"step": step, "best_dev_cor_f1_proxy": best, "finished": step >= cfg.max_steps}
+    summary = {"step": result.step, "best_dev_cor_f1_proxy": best, "finished": result.finished}
     print(json.dumps(summary))
     return summary
 
@@ -266,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     cfg = FinetuneConfig(**{f.name: getattr(args, f.name) for f in fields(FinetuneConfig)})
-    train(cfg, args)
+    given = loop.given_flags(build_parser(), argv) & {f.name for f in fields(FinetuneConfig)}
+    train(cfg, args, given)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import copy
 import json
 import math
 import os
 import random
+import shutil
+import signal
+import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -94,6 +101,153 @@ def save_checkpoint(path: Path, **state) -> None:
 
 def load_checkpoint(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def save_pair(gen: torch.nn.Module, disc: torch.nn.Module, out: Path, vocab: Path) -> None:
+    """Discriminator and generator as two ordinary Hugging Face directories, each with its vocab.txt:
+    the layout training.export and training.finetune --init read."""
+    for sub, m in (("discriminator", disc), ("generator", gen)):
+        m.save_pretrained(out / sub)  # type: ignore[operator]
+        shutil.copyfile(vocab, out / sub / "vocab.txt")
+
+
+def given_flags(parser: argparse.ArgumentParser, argv: list[str] | None) -> set[str]:
+    """The ``dest`` names of the options actually written on the command line (defaults excluded)."""
+    p = copy.deepcopy(parser)
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+        action.required = False
+    for group in p._mutually_exclusive_groups:
+        group.required = False
+    return set(vars(p.parse_args(argv)))
+
+
+C = TypeVar("C")
+
+
+def resume_config(cls: type[C], wanted: C, saved: dict, given: Iterable[str], mutable: Iterable[str],
+                  where: Path, log: Callable[[str], None] = print) -> C:
+    """The training config to resume with: the checkpoint's, except where a flag was given on the command
+    line. A given flag that differs from the checkpoint is applied and logged when it is in ``mutable``
+    (schedule length, bookkeeping), and refused with a message otherwise (it would change the recipe
+    half-way through the run). Fields the checkpoint predates take the command line's value."""
+    given, mutable = set(given), set(mutable)
+    now = asdict(wanted)  # type: ignore[call-overload]
+    merged: dict[str, Any] = {}
+    conflicts = []
+    for f in fields(cls):  # type: ignore[arg-type]
+        name, flag = f.name, "--" + f.name.replace("_", "-")
+        if name not in saved:
+            merged[name] = now[name]
+            log(f"resume: {name}={now[name]!r} (the checkpoint predates this setting)")
+        elif name in given and now[name] != saved[name]:
+            if name in mutable:
+                merged[name] = now[name]
+                log(f"resume: {flag} {now[name]!r} replaces the checkpoint's {saved[name]!r}")
+            else:
+                conflicts.append(f"{flag} {now[name]!r} (checkpoint: {saved[name]!r})")
+                merged[name] = saved[name]
+        else:
+            merged[name] = saved[name]
+    if conflicts:
+        raise SystemExit(
+            f"cannot resume {where}: " + "; ".join(conflicts) + ". These settings are fixed for the life of a run; "
+            "drop the flag(s) to continue it, or give a new --out to start another run. Settings that may change "
+            f"on resume: {', '.join('--' + m.replace('_', '-') for m in sorted(mutable))}.")
+    return cls(**merged)
+
+
+@dataclass
+class RunResult:
+    step: int
+    elapsed_s: float
+    finished: bool  # reached the schedule's last step
+    stopped: str | None = None  # why a hook stopped the run early (e.g. a collapse), else None
+
+
+class StepRunner:
+    """The one training loop of pretraining and fine-tuning: the lr schedule (linear warmup, linear decay),
+    gradient accumulation, clipping, the optimizer step, when to stop (end of schedule, ``stop_after`` steps
+    in this invocation, the wall-clock deadline, SIGTERM/SIGINT, or a hook's ``stop``) and periodic
+    checkpoints; it always ends with a checkpoint, so a killed run resumes where it was.
+
+    ``micro_step()`` draws one micro-batch and returns its losses/statistics with the loss to minimise under
+    "loss"; ``on_step(step, lr, stats)`` is called after every optimizer step (logging, evaluation, saving the
+    best pair); ``state()`` returns what a checkpoint holds besides the model, optimizer, step and elapsed
+    time (called on every rank: gathering RNG states is collective)."""
+
+    def __init__(self, model: torch.nn.Module, opt: torch.optim.Optimizer, *, lr: float, warmup_steps: int,
+                 max_steps: int, ckpt_path: Path, ckpt_every: int, state: Callable[[], dict],
+                 clip: float = 1.0, max_minutes: float = 0, stop_after: int = 0, step: int = 0,
+                 elapsed_before: float = 0.0, is_main: bool = True, desc: str = "train"):
+        self.model, self.opt = model, opt
+        self.lr, self.warmup_steps, self.max_steps, self.clip = lr, warmup_steps, max_steps, clip
+        self.ckpt_path, self.ckpt_every, self.state = ckpt_path, ckpt_every, state
+        self.step, self.elapsed_before, self.is_main, self.desc = step, elapsed_before, is_main, desc
+        self.last_step = min(max_steps, step + stop_after) if stop_after else max_steps
+        self.t_start = time.time()
+        self.deadline = self.t_start + max_minutes * 60 if max_minutes else math.inf
+        self.stopped: str | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.elapsed_before + time.time() - self.t_start
+
+    def lr_now(self) -> float:
+        return lr_at(self.step, self.lr, self.warmup_steps, self.max_steps)
+
+    def stop(self, reason: str) -> None:
+        """Ask the loop to end after the current step (checkpointed; the pair is the caller's call)."""
+        self.stopped = reason
+
+    def checkpoint(self) -> None:
+        extra = self.state()
+        if self.is_main:
+            save_checkpoint(self.ckpt_path, model=self.model.state_dict(), optimizer=self.opt.state_dict(),
+                            step=self.step, elapsed_s=self.elapsed_s, **extra)
+
+    def train_step(self, micro_step: Callable[[], dict[str, torch.Tensor]], accum: int = 1) -> dict[str, float]:
+        lr = self.lr_now()
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        sums: dict[str, float] = {}
+        for _ in range(accum):
+            out = micro_step()
+            (out["loss"] / accum).backward()
+            for k, v in out.items():
+                sums[k] = sums.get(k, 0.0) + float(v.detach()) / accum
+        if self.clip:
+            sums["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip))
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.step += 1
+        return sums
+
+    def run(self, micro_step: Callable[[], dict[str, torch.Tensor]],
+            on_step: Callable[[int, float, dict[str, float]], None], accum: int = 1) -> RunResult:
+        from tqdm import tqdm
+
+        def end_now(signum: int, _frame: object) -> None:  # SIGTERM/SIGINT: finish the step, save, exit cleanly
+            self.deadline = 0.0
+
+        handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            handlers = {sig: signal.signal(sig, end_now) for sig in (signal.SIGTERM, signal.SIGINT)}
+        bar = tqdm(total=self.max_steps, initial=self.step, desc=self.desc, disable=not self.is_main, unit="step")
+        try:
+            while self.step < self.last_step and time.time() < self.deadline and self.stopped is None:
+                lr = self.lr_now()
+                stats = self.train_step(micro_step, accum)
+                bar.update(1)
+                on_step(self.step, lr, stats)
+                if self.step % self.ckpt_every == 0 and self.stopped is None:
+                    self.checkpoint()
+            bar.close()
+            self.checkpoint()
+        finally:
+            for sig, old in handlers.items():
+                signal.signal(sig, old)
+        return RunResult(self.step, round(self.elapsed_s), self.step >= self.max_steps, self.stopped)
 
 
 def rng_state(np_rng: np.random.Generator) -> dict:

@@ -100,6 +100,12 @@ def tie_embeddings(gen: ElectraForMaskedLM, disc: ElectraForPreTraining) -> None
     gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
 
 
+def generator_head(gen: ElectraForMaskedLM, hidden: torch.Tensor) -> torch.Tensor:
+    """Vocabulary logits from the generator's last hidden states (any leading shape): the one place the
+    generator's prediction head (dense, GELU, LayerNorm, tied output embedding) is applied."""
+    return gen.generator_lm_head(gen.generator_predictions(hidden))
+
+
 def lac_embeddings(vocab: list[str], dim: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Baidu LAC-small's 128-d character embeddings shipped inside jieba, aligned to ``vocab``.
 

@@ -11,6 +11,8 @@ import torch
 from torch import nn
 from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
+from .modeling import generator_head
+
 OPSET = 17
 TOLERANCE = 1e-3
 
@@ -35,7 +37,7 @@ class GeneratorLogitsAt(nn.Module):
         h = self.gen.electra(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         idx = positions.unsqueeze(-1).expand(-1, -1, h.shape[-1])
         picked = torch.gather(h, 1, idx)
-        return self.gen.generator_lm_head(self.gen.generator_predictions(picked))
+        return generator_head(self.gen, picked)
 
 
 def _inputs(vocab_size: int, batch: int, length: int, n_pos: int, seed: int = 0) -> dict[str, torch.Tensor]:

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from corrector.tokenize import SPECIAL_IDS
 
@@ -32,10 +31,12 @@ from .modeling import (
     ModelConfig,
     build_models,
     count_params,
+    generator_head,
     get_config,
     tie_embeddings,
     warm_start_embeddings,
 )
+from .rtd_health import CollapseGuard, representation_spread, rtd_auc
 
 
 @dataclass
@@ -53,10 +54,14 @@ class PretrainConfig:
     rtd_weight: float = 50.0  # λ, discriminator loss weight
     confusion_rate: float = 0.0  # share of corruptions drawn from the confusion table, not the generator
     warm_start: bool = True  # LAC-small character embeddings as the initial embedding table
+    rtd_prior_bias: bool = True  # start the discriminator's output bias at the log-odds of the replaced share
     seed: int = 1234
     log_every: int = 20
     eval_every: int = 500
     ckpt_every: int = 200
+    snapshot_tokens: int = 0  # keep a copy of the pair (and checkpoint) every this many tokens; 0 = none
+    collapse_auc: float = 0.6  # after warmup, stop when the held-out RTD AUC is at most this ...
+    collapse_std: float = 0.05  # ... and the top-layer representation spread at most this (twice in a row)
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> PretrainConfig:
@@ -74,13 +79,15 @@ class ElectraPretrainer(nn.Module):
                              persistent=False)
 
     def forward(self, ids: torch.Tensor, masked: torch.Tensor, show_mask: torch.Tensor,
-                use_confusion: torch.Tensor) -> dict[str, torch.Tensor]:
+                use_confusion: torch.Tensor, details: bool = False) -> dict[str, torch.Tensor]:
+        """One RTD step's losses and statistics; with ``details`` also the discriminator's scores, labels and
+        hidden states (every layer) at the real tokens, for the held-out health metrics."""
         attn = (ids != SPECIAL_IDS["[PAD]"]).long()
         # 1. mask
         gen_in = torch.where(masked & show_mask, torch.full_like(ids, SPECIAL_IDS["[MASK]"]), ids)
         # 2. generator: vocabulary logits only where a token was masked
         h = self.gen.electra(input_ids=gen_in, attention_mask=attn).last_hidden_state[masked]
-        logits = self.gen.generator_lm_head(self.gen.generator_predictions(h)).float()
+        logits = generator_head(self.gen, h).float()
         targets = ids[masked]
         mlm = F.cross_entropy(logits, targets)
         # 3. sample replacements without gradient
@@ -92,7 +99,8 @@ class ElectraPretrainer(nn.Module):
             fake[masked] = sampled
             labels = (fake != ids).float()  # a sample equal to the original counts as real
         # 4. discriminate
-        d_logits = self.disc(input_ids=fake, attention_mask=attn).logits.float()
+        d_out = self.disc(input_ids=fake, attention_mask=attn, output_hidden_states=details)
+        d_logits = d_out.logits.float()
         keep = attn.bool()
         rtd = F.binary_cross_entropy_with_logits(d_logits[keep], labels[keep])
         with torch.no_grad():
@@ -104,6 +112,9 @@ class ElectraPretrainer(nn.Module):
                 "rtd_recall": (pred * lab).sum() / lab.sum().clamp(min=1),
                 "replaced": lab.mean(),
             }
+        if details:
+            stats["scores"], stats["labels"] = d_logits[keep], lab
+            stats["hidden"] = torch.stack([x[keep].float() for x in d_out.hidden_states])  # (layers+1, N, H)
         return {"loss": mlm + self.rtd_weight * rtd, "mlm": mlm, "rtd": rtd, **stats}
 
     def _confuse(self, targets: torch.Tensor, sampled: torch.Tensor, use: torch.Tensor) -> torch.Tensor:
@@ -115,6 +126,19 @@ class ElectraPretrainer(nn.Module):
         pick = (torch.rand(len(targets), device=targets.device) * n_valid.clamp(min=1)).long()
         alt = table.gather(1, pick[:, None]).squeeze(1)
         return torch.where(use, alt, sampled)
+
+
+@torch.no_grad()
+def init_rtd_prior_bias(disc: torch.nn.Module, replaced_share: float) -> None:
+    """Start the RTD head's bias at the log-odds of the share of replaced tokens (an untrained generator
+    almost never reproduces the original, so about ``mask_rate``), as detection heads are initialised for
+    rare classes. From a zero bias the first thing the loss asks for is "lower every logit"; Adam moves each
+    weight by about lr a step, so the many encoder weights achieve that long before the one bias does, by
+    making every position the same vector: the discriminator collapses. Measured (cpu shape, batch 16,
+    100 warmup steps, held-out at step 50): top-layer spread 0.011 / 0.000 at lr 1e-3 / 3e-3 from a zero
+    bias, 0.60 / 0.55 from this one; RTD AUC 0.86 / 0.53 against 0.93 / 0.85."""
+    p = min(max(replaced_share, 1e-4), 1 - 1e-4)
+    disc.discriminator_predictions.dense_prediction.bias.fill_(float(np.log(p / (1 - p))))
 
 
 def sample_from_logits(logits: torch.Tensor) -> torch.Tensor:
@@ -144,40 +168,53 @@ def load_confusions(path: Path | None) -> torch.Tensor | None:
 @torch.no_grad()
 def evaluate(model: ElectraPretrainer, val: TokenWindows, cfg: PretrainConfig, rt: loop.Runtime,
              batches: int = 8) -> dict[str, float]:
+    """Mean losses and statistics over fixed held-out windows, the RTD AUC over all their tokens, and the
+    spread of the discriminator's representations (top layer, plus every layer as a list) over them."""
     model.eval()
     rng = np.random.default_rng(0)  # the same validation windows every time
     acc: dict[str, float] = {}
+    scores, labels, hidden = [], [], []
     for _ in range(batches):
         ids = val.batch(rng, cfg.batch_size)
         masked, show, conf = make_masks(ids, rng, cfg)
         t = [torch.as_tensor(a, device=rt.device) for a in (ids, masked, show, conf)]
         with rt.autocast():
-            out = model(*t)
+            out = model(*t, details=True)
+        scores.append(out.pop("scores").cpu())
+        labels.append(out.pop("labels").cpu())
+        hidden.append(out.pop("hidden")[:, :: max(1, batches)].cpu())  # a spread sample of tokens per batch
         for k, v in out.items():
             acc[f"val_{k}"] = acc.get(f"val_{k}", 0.0) + float(v) / batches
     model.train()
+    acc["val_rtd_auc"] = rtd_auc(torch.cat(scores), torch.cat(labels))
+    layers = torch.cat(hidden, dim=1)
+    spreads = [representation_spread(h) for h in layers]
+    acc["val_top_std"], acc["val_top_cos"] = spreads[-1]["std"], spreads[-1]["cos"]
+    acc["val_layer_std"] = [round(x["std"], 4) for x in spreads]  # type: ignore[assignment]
+    acc["val_layer_cos"] = [round(x["cos"], 4) for x in spreads]  # type: ignore[assignment]
     return acc
 
 
-def save_pretrained_pair(model: ElectraPretrainer, out: Path, data: Path, provenance: dict) -> None:
-    """Discriminator and generator as two ordinary Hugging Face directories (+ vocab, provenance)."""
-    for sub, m in (("discriminator", model.disc), ("generator", model.gen)):
-        m.save_pretrained(out / sub)
-        shutil.copyfile(data / "vocab.txt", out / sub / "vocab.txt")
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
+# may differ from the checkpoint's on resume (applied and logged); every other setting is fixed for the run
+RESUME_MUTABLE = ("max_steps", "lr", "warmup_steps", "log_every", "eval_every", "ckpt_every", "snapshot_tokens",
+                  "collapse_auc", "collapse_std")
 
 
 def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, device: str = "auto",
           threads: int = 0, confusions_path: Path | None = None, compile_model: bool = False,
-          stop_after: int = 0) -> dict:
+          stop_after: int = 0, given: set[str] | None = None) -> dict:
+    """Pretrain into ``out`` (resuming from out/ckpt.pt). ``given``: the config fields set on the command
+    line (None = all of them), which a resumed run must not silently override."""
     rt = loop.setup_runtime(device, threads)
-    np_rng = loop.seed_everything(cfg.seed + rt.rank)
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "ckpt.pt"
     resume = loop.load_checkpoint(ckpt_path) if ckpt_path.exists() else None
-    model_cfg = ModelConfig.from_dict(resume["model_config"]) if resume else get_config(cfg.config)
     if resume:
-        cfg = PretrainConfig(**{**asdict(cfg), **resume["train_config"], "config": cfg.config})
+        cfg = loop.resume_config(PretrainConfig, cfg, resume["train_config"],
+                                 {f.name for f in fields(PretrainConfig)} if given is None else given,
+                                 RESUME_MUTABLE, ckpt_path, log=print if rt.is_main else lambda _: None)
+    np_rng = loop.seed_everything(cfg.seed + rt.rank)
+    model_cfg = ModelConfig.from_dict(resume["model_config"]) if resume else get_config(cfg.config)
     meta = load_meta(data)
     if meta["vocab_size"] != model_cfg.vocab_size:
         raise SystemExit(f"vocab size {meta['vocab_size']} != model vocab size {model_cfg.vocab_size}")
@@ -187,6 +224,8 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         n = warm_start_embeddings(model.disc, load_vocab_list(data))
         if rt.is_main:
             print(f"warm start: {n} LAC character embeddings")
+    if not resume and cfg.rtd_prior_bias:
+        init_rtd_prior_bias(model.disc, cfg.mask_rate)
     opt = loop.make_optimizer(model, cfg.lr, cfg.weight_decay, rt.device)
     step, tokens_seen, elapsed_before = 0, 0, 0.0
     if resume:
@@ -207,76 +246,97 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
     if rt.is_main:
         n_gen = count_params(model.gen) - count_params(model.gen.electra.embeddings)
         print(f"discriminator {count_params(model.disc) / 1e6:.2f}M params, generator (own) {n_gen / 1e6:.2f}M;"
-              f" step {step}/{cfg.max_steps}, {rt.world_size} process(es) on {rt.device}")
+              f" step {step}/{cfg.max_steps}, {tokens_seen / 1e6:.2f}M tokens seen, {rt.world_size} process(es)"
+              f" on {rt.device}")
         (out / "config.json").write_text(json.dumps(
             {"model_config": model_cfg.to_dict(), "train_config": asdict(cfg)}, indent=2), encoding="utf-8")
+    hardware = f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads)"
 
-    t_start = time.time()
-    deadline = t_start + max_minutes * 60 if max_minutes else float("inf")
-    bar = tqdm(total=cfg.max_steps, initial=step, desc="pretrain", disable=not rt.is_main, unit="step")
-    window_t, window_tok = time.time(), 0
+    def provenance(step: int, finished: bool, elapsed_s: float) -> dict:
+        return {"pretraining": {
+            "step": step, "tokens_seen": tokens_seen, "elapsed_s": round(elapsed_s), "finished": finished,
+            "corpus": meta.get("corpus_files"), "model_config": cfg.config, "seq_len": cfg.seq_len,
+            "confusion_rate": cfg.confusion_rate, "hardware": hardware}}
 
-    def checkpoint() -> None:
-        rngs = [None] * rt.world_size
+    def state() -> dict:
+        rngs: list = [None] * rt.world_size
         mine = loop.rng_state(np_rng)
         if rt.ddp:
             torch.distributed.all_gather_object(rngs, mine)
         else:
             rngs = [mine]
-        if rt.is_main:
-            loop.save_checkpoint(ckpt_path, model=model.state_dict(), optimizer=opt.state_dict(), step=step,
-                                 tokens_seen=tokens_seen, rng=rngs, model_config=model_cfg.to_dict(),
-                                 train_config=asdict(cfg), elapsed_s=elapsed_before + time.time() - t_start)
-            log.plot(out / "pretrain.png", [("loss", ["mlm", "val_mlm"]), ("RTD loss", ["rtd", "val_rtd"]),
-                                            ("accuracy", ["mlm_acc", "rtd_acc", "val_mlm_acc", "val_rtd_acc"])])
+        return {"tokens_seen": tokens_seen, "rng": rngs, "model_config": model_cfg.to_dict(),
+                "train_config": asdict(cfg)}
 
-    last_step = min(cfg.max_steps, step + stop_after) if stop_after else cfg.max_steps
-    while step < last_step and time.time() < deadline:
-        lr = loop.lr_at(step, cfg.lr, cfg.warmup_steps, cfg.max_steps)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        sums: dict[str, float] = {}
-        for _ in range(cfg.grad_accum):
-            ids = train_data.batch(np_rng, cfg.batch_size)
-            masked, show, conf = make_masks(ids, np_rng, cfg)
-            t = [torch.as_tensor(a, device=rt.device) for a in (ids, masked, show, conf)]
-            with rt.autocast():
-                out_d = fwd(*t)
-            (out_d["loss"] / cfg.grad_accum).backward()
-            for k, v in out_d.items():
-                sums[k] = sums.get(k, 0.0) + float(v.detach()) / cfg.grad_accum
-            n_tok = int((ids != 0).sum()) * rt.world_size
-            tokens_seen += n_tok
-            window_tok += n_tok
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        step += 1
-        bar.update(1)
+    runner = loop.StepRunner(model, opt, lr=cfg.lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.max_steps,
+                             ckpt_path=ckpt_path, ckpt_every=cfg.ckpt_every, state=state, max_minutes=max_minutes,
+                             stop_after=stop_after, step=step, elapsed_before=elapsed_before, is_main=rt.is_main,
+                             desc="pretrain")
+    guard = CollapseGuard(after_step=cfg.warmup_steps, max_auc=cfg.collapse_auc, max_std=cfg.collapse_std)
+    window = {"t": time.time(), "tok": 0}
+
+    def plot() -> None:
+        log.plot(out / "pretrain.png", [("loss", ["mlm", "val_mlm"]), ("RTD loss", ["rtd", "val_rtd"]),
+                                        ("accuracy", ["mlm_acc", "rtd_acc", "val_mlm_acc", "val_rtd_acc"]),
+                                        ("discriminator health", ["val_rtd_auc", "val_top_std", "val_top_cos"])])
+
+    def micro_step() -> dict[str, torch.Tensor]:
+        nonlocal tokens_seen
+        ids = train_data.batch(np_rng, cfg.batch_size)
+        masked, show, conf = make_masks(ids, np_rng, cfg)
+        t = [torch.as_tensor(a, device=rt.device) for a in (ids, masked, show, conf)]
+        with rt.autocast():
+            res = fwd(*t)
+        n_tok = int((ids != 0).sum()) * rt.world_size
+        tokens_seen += n_tok
+        window["tok"] += n_tok
+        return res
+
+    def on_step(step: int, lr: float, stats: dict[str, float]) -> None:
         if step % cfg.log_every == 0:
-            tps = window_tok / max(1e-9, time.time() - window_t)
-            window_t, window_tok = time.time(), 0
-            bar.set_postfix(mlm=f"{sums['mlm']:.2f}", rtd=f"{sums['rtd']:.3f}", acc=f"{sums['rtd_acc']:.3f}",
-                            tok_s=f"{tps:.0f}")
-            log.write(step=step, tokens=tokens_seen, lr=lr, tok_per_s=tps, **sums)
+            tps = window["tok"] / max(1e-9, time.time() - window["t"])
+            window.update(t=time.time(), tok=0)
+            log.write(step=step, tokens=tokens_seen, lr=lr, tok_per_s=tps, **stats)
         if step % cfg.eval_every == 0:
             with torch.random.fork_rng(devices=[]):  # evaluation must not shift the training RNG stream
-                log.write(step=step, tokens=tokens_seen, **evaluate(model, val_data, cfg, rt))
+                m = evaluate(model, val_data, cfg, rt)
+            log.write(step=step, tokens=tokens_seen, **m)
+            if rt.is_main:
+                print(f"step {step} ({tokens_seen / 1e6:.2f}M tokens): val mlm_acc {m['val_mlm_acc']:.3f} "
+                      f"rtd {m['val_rtd']:.3f} auc {m['val_rtd_auc']:.3f} top-layer std {m['val_top_std']:.3f} "
+                      f"cos {m['val_top_cos']:.3f}", flush=True)
+            reason = guard.check(step, m["val_rtd_auc"], m["val_top_std"])
+            if reason:
+                runner.stop(reason)
+        if cfg.snapshot_tokens and tokens_seen >= next_snapshot[0]:
+            mark = tokens_seen // cfg.snapshot_tokens * cfg.snapshot_tokens
+            next_snapshot[0] = mark + cfg.snapshot_tokens
+            runner.checkpoint()
+            if rt.is_main:
+                snap = out / "snapshots" / f"tok{mark / 1e6:06.1f}M"
+                loop.save_pair(model.gen, model.disc, snap, data / "vocab.txt")
+                (snap / "provenance.json").write_text(json.dumps(
+                    provenance(step, False, runner.elapsed_s), indent=2, ensure_ascii=False), encoding="utf-8")
+                shutil.copyfile(ckpt_path, snap / "ckpt.pt")  # a fork point for A/B arms
         if step % cfg.ckpt_every == 0:
-            checkpoint()
-    bar.close()
-    checkpoint()
-    summary = {"step": step, "tokens_seen": tokens_seen, "elapsed_s": round(elapsed_before + time.time() - t_start),
-               "finished": step >= cfg.max_steps}
+            plot()
+
+    next_snapshot = [(tokens_seen // cfg.snapshot_tokens + 1) * cfg.snapshot_tokens if cfg.snapshot_tokens else 0]
+    result = runner.run(micro_step, on_step, accum=cfg.grad_accum)
+    plot()
+    summary = {"step": result.step, "tokens_seen": tokens_seen, "elapsed_s": result.elapsed_s,
+               "finished": result.finished}
+    if rt.is_main and result.stopped is None:
+        loop.save_pair(model.gen, model.disc, out, data / "vocab.txt")
+        (out / "provenance.json").write_text(json.dumps(
+            provenance(result.step, result.finished, result.elapsed_s), indent=2, ensure_ascii=False),
+            encoding="utf-8")
     if rt.is_main:
-        save_pretrained_pair(model, out, data, {"pretraining": {
-            **summary, "corpus": meta.get("corpus_files"), "model_config": cfg.config,
-            "seq_len": cfg.seq_len, "confusion_rate": cfg.confusion_rate,
-            "hardware": f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads)"}})
-    if rt.is_main:
-        print(json.dumps(summary))
-    del fwd  # the DDP wrapper (and its reducer) goes before its process group
+        print(json.dumps(summary), flush=True)
+    fwd = None  # type: ignore[assignment]  # the DDP wrapper (and its reducer) goes before its process group
     loop.teardown(rt)
+    if result.stopped:
+        raise SystemExit(f"stopped: {result.stopped} (checkpoint kept in {ckpt_path}; no pair saved)")
     return summary
 
 
@@ -307,8 +367,9 @@ def main(argv: list[str] | None = None) -> None:
     cfg = PretrainConfig.from_args(args)
     if cfg.confusion_rate > 0 and args.confusions is None:
         raise SystemExit("--confusion-rate needs --confusions")
+    given = loop.given_flags(build_parser(), argv) & {f.name for f in fields(PretrainConfig)}
     train(cfg, args.data, args.out, args.max_minutes, args.device, args.threads, args.confusions, args.compile,
-          args.stop_after)
+          args.stop_after, given)
 
 
 if __name__ == "__main__":

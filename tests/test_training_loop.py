@@ -1,0 +1,121 @@
+"""The shared training loop (schedule, clipping, stopping, checkpoints, resume rules) and the
+discriminator-health metrics, on hand-built inputs with known answers."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from training import loop
+from training.rtd_health import CollapseGuard, representation_spread, rtd_auc
+
+
+def test_auc_known_answers():
+    labels = torch.tensor([0, 0, 1, 1])
+    assert rtd_auc(torch.tensor([0.1, 0.2, 0.8, 0.9]), labels) == 1.0
+    assert rtd_auc(torch.tensor([0.9, 0.8, 0.2, 0.1]), labels) == 0.0
+    assert rtd_auc(torch.zeros(4), labels) == 0.5  # one score for everything: chance
+    # pairs (pos, neg): 0.5>0.1 yes, 0.5>0.5 tie, 0.3>0.1 yes, 0.3<0.5 no -> (1 + 0.5 + 1 + 0) / 4
+    assert rtd_auc(torch.tensor([0.1, 0.5, 0.5, 0.3]), labels) == pytest.approx(0.625)
+    assert math.isnan(rtd_auc(torch.tensor([0.1, 0.2]), torch.tensor([0, 0])))
+
+
+def test_spread_of_identical_and_orthogonal_vectors():
+    same = representation_spread(torch.tensor([[1.0, -2.0, 3.0]]).repeat(10, 1))
+    assert same["cos"] == pytest.approx(1.0) and same["std"] == pytest.approx(0.0, abs=1e-9)
+    ortho = representation_spread(torch.eye(8))
+    assert ortho["cos"] == pytest.approx(0.0, abs=1e-9) and ortho["std"] > 0.5
+    # scale-free: the same vectors ten times larger spread the same
+    h = torch.randn(50, 16, generator=torch.Generator().manual_seed(0))
+    assert representation_spread(10 * h)["std"] == pytest.approx(representation_spread(h)["std"])
+
+
+def test_collapse_guard_waits_for_warmup_and_patience():
+    g = CollapseGuard(after_step=100, max_auc=0.6, max_std=0.05, patience=2)
+    assert g.check(50, 0.5, 0.0) is None and g.check(100, 0.5, 0.0) is None  # still warming up
+    assert g.check(200, 0.5, 0.01) is None  # first strike
+    assert g.check(300, 0.9, 0.01) is None  # a good AUC resets
+    assert g.check(400, 0.5, 0.2) is None  # a healthy spread resets
+    assert g.check(500, 0.52, 0.01) is None
+    msg = g.check(600, 0.51, 0.01)
+    assert msg is not None and "collapsed at step 600" in msg and "0.510" in msg
+
+
+@dataclass
+class Cfg:
+    lr: float = 1e-3
+    max_steps: int = 100
+    rtd_weight: float = 50.0
+    new_setting: int = 7
+
+
+def test_resume_config_refuses_recipe_changes_and_logs_schedule_changes(tmp_path):
+    saved = {"lr": 5e-4, "max_steps": 100, "rtd_weight": 50.0}
+    logged: list[str] = []
+    # the same command again: nothing given differs, so the checkpoint's settings stand
+    same = loop.resume_config(Cfg, Cfg(lr=5e-4), saved, {"lr"}, {"max_steps"}, tmp_path, logged.append)
+    assert (same.lr, same.max_steps, same.new_setting) == (5e-4, 100, 7)
+    # a flag that was not given never overrides the checkpoint, even if its default differs
+    kept = loop.resume_config(Cfg, Cfg(), saved, set(), {"max_steps"}, tmp_path, logged.append)
+    assert kept.lr == 5e-4
+    # a given schedule flag is applied and logged
+    logged.clear()
+    longer = loop.resume_config(Cfg, Cfg(lr=5e-4, max_steps=300), saved, {"max_steps"}, {"max_steps"}, tmp_path,
+                                logged.append)
+    assert longer.max_steps == 300 and any("--max-steps 300 replaces the checkpoint's 100" in m for m in logged)
+    # a given recipe flag that differs is refused, naming the flag and both values
+    with pytest.raises(SystemExit, match=r"--rtd-weight 1\.0 \(checkpoint: 50\.0\)"):
+        loop.resume_config(Cfg, Cfg(rtd_weight=1.0), saved, {"rtd_weight"}, {"max_steps"}, tmp_path, logged.append)
+
+
+def test_given_flags_sees_only_what_was_typed():
+    ap = argparse.ArgumentParser()
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--init")
+    g.add_argument("--from-scratch")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--max-steps", type=int, default=10)
+    assert loop.given_flags(ap, ["--init", "x", "--out", "o", "--lr", "5e-4"]) == {"init", "out", "lr"}
+
+
+class Quadratic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.full((4,), 10.0))
+
+
+def test_step_runner_schedule_clipping_stop_and_checkpoint(tmp_path):
+    model = Quadratic()
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    seen: list[tuple[int, float, float]] = []
+
+    def micro_step():
+        return {"loss": (model.w ** 2).sum()}
+
+    runner = loop.StepRunner(model, opt, lr=0.1, warmup_steps=4, max_steps=20, ckpt_path=tmp_path / "ckpt.pt",
+                             ckpt_every=3, state=lambda: {"extra": 1}, clip=1.0, is_main=True)
+
+    def on_step(step, lr, stats):
+        seen.append((step, lr, stats["grad_norm"]))
+        if step == 7:
+            runner.stop("enough")
+
+    w0 = model.w.detach().clone()
+    result = runner.run(micro_step, on_step, accum=2)
+    assert result.stopped == "enough" and result.step == 7 and not result.finished
+    assert [s for s, _, _ in seen] == list(range(1, 8))
+    assert [lr for _, lr, _ in seen] == pytest.approx([loop.lr_at(s, 0.1, 4, 20) for s in range(7)])
+    # the gradient (norm 40) is clipped to norm 1: the first SGD step moves w by lr * 1 in all (0.025 * 0.5 each)
+    assert seen[0][2] == pytest.approx(40.0)
+    ckpt = loop.load_checkpoint(tmp_path / "ckpt.pt")
+    assert ckpt["step"] == 7 and ckpt["extra"] == 1
+    assert float((w0 - model.w.detach()).norm()) <= sum(lr for _, lr, _ in seen) + 1e-6
+    # a second invocation with stop_after runs exactly that many more steps
+    runner2 = loop.StepRunner(model, opt, lr=0.1, warmup_steps=4, max_steps=20, ckpt_path=tmp_path / "ckpt.pt",
+                              ckpt_every=100, state=dict, stop_after=5, step=ckpt["step"])
+    assert runner2.run(micro_step, lambda *a: None).step == 12
