@@ -10,6 +10,9 @@
       onnx/*.int8.onnx              optional dynamically quantised copies for CPU (manifest "cpu_onnx": "int8"
                                     makes them the CPU default)
       similarity/pinyin.tsv, similarity/shape.tsv
+      candidates/candidates.npz     optional: static candidate lists (training.candidates)
+      lm/                           optional: character n-gram LM (training.char_lm)
+      ranker.json                   optional: the fitted ranker's named weights and threshold (training.ranker)
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ ONNX_INT8 = {ONNX_DISCRIMINATOR: "onnx/discriminator.int8.onnx", ONNX_GENERATOR:
 Precision = Literal["auto", "fp32", "int8"]  # which CPU graphs; auto = what the manifest recommends
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 SIMILARITY_DIR = "similarity"
+CANDIDATES_DIR = "candidates"
+LM_DIR = "lm"
+RANKER = "ranker.json"
 REQUIRED_FILES = (
     "discriminator/config.json",
     "discriminator/model.safetensors",

@@ -1,64 +1,82 @@
-"""Decoding settings. A bundle's manifest carries tuned defaults; callers override any of them."""
+"""Decoding settings. A bundle's manifest carries tuned defaults; callers override any of them per call."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
 class CorrectorConfig:
-    threshold: float = 0.5  # a character is suspect when its RTD probability is above this
-    top_k: int = 20  # generator candidates considered per suspect
-    mask_suspects: bool = False  # feed suspects to the generator as [MASK] (True) or as they are (False) ...
-    mask_threshold: float = 0.0  # ... with True, only suspects whose RTD probability is above this are masked
-    min_similarity: float = 0.6  # candidates must sound at least this similar (0.6 = fuzzy pinyin) ...
-    min_shape_similarity: float = 0.4  # ... or look at least this similar (custom pairs exempt)
-    sim_weight: float = 2.0  # log-space bonus per unit of similarity when ranking candidates
-    freq_weight: float = 0.0  # log-space bonus per unit of log character frequency
-    margin: float = 0.0  # a candidate must beat the original's log-probability by this much
-    confusion_bonus: float = 2.0  # log-space bonus for custom confusion pairs
-    verify: bool = True  # re-score the corrected sentence with the discriminator; drop unconfirmed edits
-    verify_threshold: float = 0.5  # an edit is dropped when its new character still scores above this
+    threshold: float | None = None  # apply an edit when its probability is above this; None = the bundle's
+    use_lm: bool = True  # score candidates with the bundle's character n-gram LM (False: networks only)
+    shortlist: int = 8  # candidates per character that get the full scoring (LM, words)
+    top_k: int = 5  # the generator's most probable characters join each character's candidates
     max_edits: int = 0  # per sentence, most confident first; 0 = no limit
-    protect_dictionary_words: bool = False  # never edit inside a multi-character jieba dictionary word
+    protect_dictionary_words: bool = False  # never edit inside a multi-character jieba word (a hard block;
+    #                                          by default dictionary words are one feature among others)
     batch_size: int = 32  # chunks per ONNX call
     protect: tuple[str, ...] = field(default_factory=tuple)  # words never edited inside
     confusions: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (A, B): B always considered for A
 
     @classmethod
     def from_dict(cls, d: dict) -> CorrectorConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
+        return cls().with_overrides(**d)
+
+    def with_overrides(self, **kw: Any) -> CorrectorConfig:
+        """A copy with ``kw`` applied (None leaves a setting as it is); ValueError names a bad one."""
+        known = {f.name: f for f in fields(self)}
+        unknown = set(kw) - set(known)
         if unknown:
             raise ValueError(f"unknown corrector setting(s): {', '.join(sorted(unknown))}")
-        d = dict(d)
-        if "protect" in d:
-            d["protect"] = tuple(d["protect"])
-        if "confusions" in d:
-            d["confusions"] = tuple((a, b) for a, b in d["confusions"])
-        return cls(**d).validated()
-
-    def with_overrides(self, **kw) -> CorrectorConfig:
-        kw = {k: v for k, v in kw.items() if v is not None}
-        return replace(self, **kw).validated() if kw else self
+        clean = {k: _coerce(k, v) for k, v in kw.items() if v is not None}
+        return replace(self, **clean).validated() if clean else self
 
     def validated(self) -> CorrectorConfig:
-        for name in ("threshold", "mask_threshold", "verify_threshold"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be within [0, 1], got {getattr(self, name)}")
-        if self.top_k < 1:
-            raise ValueError("top_k must be >= 1")
-        if self.max_edits < 0:
-            raise ValueError("max_edits must be >= 0")
-        if self.batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
-        for a, b in self.confusions:
-            if len(a) != 1 or len(b) != 1:
-                raise ValueError(f"confusion pairs are single characters, got {a!r} -> {b!r}")
+        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"threshold must be within [0, 1], got {self.threshold}")
+        for name in ("shortlist", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("top_k", "max_edits"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         return self
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+_KINDS = {"threshold": float, "use_lm": bool, "shortlist": int, "top_k": int, "max_edits": int,
+          "protect_dictionary_words": bool, "batch_size": int}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Check a setting's type; ints pass as floats, nothing else is converted."""
+    if name == "protect":
+        if isinstance(value, str):
+            return (value,)  # one word, not its characters
+        if not all(isinstance(w, str) for w in value):
+            raise ValueError("protect must be a list of words")
+        return tuple(value)
+    if name == "confusions":
+        pairs = tuple((a, b) for a, b in value)
+        for a, b in pairs:
+            if not (isinstance(a, str) and isinstance(b, str) and len(a) == 1 and len(b) == 1):
+                raise ValueError(f"confusion pairs are single characters, got {a!r} -> {b!r}")
+        return pairs
+    kind = _KINDS[name]
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    return float(value)
 
 
 def parse_confusions(text: str) -> list[tuple[str, str]]:

@@ -1,26 +1,36 @@
-"""``Corrector``: detect with the discriminator, propose with the generator, rank, emit edits."""
+"""``Corrector``: gather candidates for a batch, score every feature in batched calls, decide, emit edits."""
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .bundle import SIMILARITY_DIR, Bundle, Precision
+from .bundle import CANDIDATES_DIR, LM_DIR, RANKER, SIMILARITY_DIR, Bundle, Precision
+from .candidates import CandidateTable
+from .char_lm import CharLM
 from .config import CorrectorConfig
+from .features import COL, FEATURES, Evidence, Rows, Sites
 from .model_path import ENV_MODEL, default_model_path
-from .rank import Ranker
+from .rank import HEURISTIC, MAX_ROUNDS, RankerWeights, best_candidates, choice_probs, pick_round
 from .runtime import Device, OnnxNetworks
 from .similarity import SimilarityTables
 from .text import chunk_spans, split_sentences
-from .tokenize import MASK, SPECIAL_IDS, Encoded, build_tokenizer, encode_batch, read_vocab_list
-from .types import CharExplanation, Correction, CorrectorError, Edit, Explanation
+from .tokenize import Encoded, build_tokenizer, encode_batch, read_vocab_list
+from .types import Candidate, CharExplanation, Correction, CorrectorError, Edit, Explanation, Reason
+
+# settings of the earlier hand-set decoder that older bundles' manifests still carry; the ranker replaced them
+RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity", "min_shape_similarity",
+                              "sim_weight", "freq_weight", "margin", "confusion_bonus", "verify", "verify_threshold"})
 
 
 @dataclass
@@ -30,32 +40,44 @@ class _Chunk:
     text: str
     enc: Encoded
     protected: set[int] = field(default_factory=set)  # chunk-relative character positions
-    probs: np.ndarray | None = None
-    suspects: list[int] = field(default_factory=list)  # token indices
     edits: list[Edit] = field(default_factory=list)  # chunk-relative positions
+
+
+@dataclass
+class _Scored:
+    """One batch of chunks after gather and score: its sites, their choices and the choices' probabilities."""
+
+    chunks: list[_Chunk]
+    sites: Sites
+    rows: Rows
+    probs: np.ndarray  # first-round probability of every row
+    decided: dict[int, tuple[int, float]]  # site -> (row, probability) of the edits applied
 
 
 class Corrector:
     """Chinese spelling correction over one model bundle. Thread-safe after ``load``."""
 
     def __init__(self, bundle: Bundle, networks: OnnxNetworks, tables: SimilarityTables,
-                 config: CorrectorConfig):
+                 config: CorrectorConfig, evidence: Evidence, ranker: RankerWeights):
         self.bundle = bundle
         self.networks = networks
         self.tables = tables
         self.config = config
+        self.evidence = evidence
+        self.ranker = ranker
         self.tokenizer = build_tokenizer(bundle.vocab_path)
-        self.vocab = read_vocab_list(bundle.vocab_path)
-        self.ranker = Ranker(self.vocab, tables)
+        self.vocab = evidence.vocab
         self.max_tokens = bundle.max_seq_len
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, device: Device = "auto", threads: int = 0,
-             precision: Precision = "auto", **settings) -> Corrector:
+             precision: Precision = "auto", lm: str | Path | None = None, **settings: Any) -> Corrector:
         """Open a bundle (default: :func:`default_model_path`); ``settings`` override CorrectorConfig.
 
         ``precision`` picks the CPU graphs: "fp32", "int8" (the bundle's quantised copies) or "auto"
-        (what the bundle's manifest recommends). CUDA always runs the float graphs.
+        (what the bundle's manifest recommends). CUDA always runs the float graphs. ``lm`` replaces the
+        bundle's character LM (a directory from ``training.char_lm``, or a KenLM ``.arpa``/``.klm`` file
+        when the ``kenlm`` module is installed).
         """
         root = Path(path) if path is not None else default_model_path()
         if path is None and not root.exists():
@@ -64,13 +86,25 @@ class Corrector:
             )
         bundle = Bundle.load(root)
         try:
-            config = CorrectorConfig.from_dict({**bundle.corrector_defaults, **settings})
+            defaults = {k: v for k, v in bundle.corrector_defaults.items() if k not in RETIRED_SETTINGS}
+            config = CorrectorConfig.from_dict({**defaults, **settings})
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
         (disc, gen), cpu_files = bundle.onnx_files(precision)
         networks = OnnxNetworks(disc, gen, device, threads, cpu_files)
         tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
-        return cls(bundle, networks, tables, config)
+        cand_dir = bundle.file(CANDIDATES_DIR)
+        candidates = CandidateTable.load(cand_dir) if cand_dir.is_dir() else CandidateTable.empty()
+        lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
+        char_lm = CharLM.load(lm_path) if lm is not None or lm_path.is_dir() else None
+        ranker = HEURISTIC
+        if bundle.file(RANKER).is_file():
+            try:
+                ranker = RankerWeights.from_dict(json.loads(bundle.file(RANKER).read_text(encoding="utf-8")))
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
+        evidence = Evidence(read_vocab_list(bundle.vocab_path), candidates, tables, char_lm)
+        return cls(bundle, networks, tables, config, evidence, ranker)
 
     @property
     def name(self) -> str:
@@ -80,55 +114,67 @@ class Corrector:
     def version(self) -> str:
         return self.bundle.version
 
+    @property
+    def has_lm(self) -> bool:
+        return self.evidence.lm is not None
+
     # ---- public API -------------------------------------------------------------------------------
 
-    def correct(self, text: str, **options) -> Correction:
-        return self.correct_batch([text], **options)[0]
+    def correct(self, text: str, **settings: Any) -> Correction:
+        return self.correct_batch([text], **settings)[0]
 
-    def correct_batch(self, texts: Sequence[str], *, threshold: float | None = None,
-                      max_edits: int | None = None, protect: Iterable[str] | None = None) -> list[Correction]:
-        """Correct every text. Output strings have the input's length; only edited characters change."""
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+        """Correct every text. Output strings have the input's length; only edited characters change.
+
+        ``settings`` override the decoding settings for this call (any CorrectorConfig field)."""
+        cfg = self._settings(texts, settings)
+        chunks = self._chunks(texts, cfg)
+        for batch in self._batches(chunks, cfg):
+            self._apply(self._decide(batch, cfg), cfg)
+        return self._assemble(texts, chunks)
+
+    def explain(self, text: str, top_k: int = 5, **settings: Any) -> Explanation:
+        """Per character: RTD probability, every feature and the probability of each choice, and why
+        the best candidate was or was not applied; plus the correction."""
+        cfg = self._settings([text], settings)
+        chunks = self._chunks([text], cfg)
+        rows_of: dict[int, CharExplanation] = {}
+        threshold = self._threshold(cfg)
+        for batch in self._batches(chunks, cfg):
+            scored = self._decide(batch, cfg)
+            self._apply(scored, cfg)
+            rows_of.update(self._explain_sites(scored, cfg, threshold, top_k))
+        out = []
+        for i, c in enumerate(text):
+            if i in rows_of:
+                out.append(rows_of[i])
+            else:
+                ch = next((k for k in chunks if k.start <= i < k.start + len(k.text)), None)
+                why = "protected" if ch is not None and (i - ch.start) in ch.protected else "not editable"
+                out.append(CharExplanation(i, c, False, 0.0, [], why))
+        return Explanation(self._assemble([text], chunks)[0], out)
+
+    # ---- pipeline steps ---------------------------------------------------------------------------
+
+    def _settings(self, texts: Sequence[str], settings: dict[str, Any]) -> CorrectorConfig:
+        if isinstance(texts, str):
+            raise CorrectorError("texts must be a list of strings, not one string")
         for t in texts:
             if not isinstance(t, str):
                 raise CorrectorError(f"texts must be strings, got {type(t).__name__}")
         try:
-            cfg = self.config.with_overrides(threshold=threshold, max_edits=max_edits)
-        except ValueError as e:
+            return self.config.with_overrides(**settings)
+        except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
-        chunks = self._chunks(texts, cfg, tuple(protect or ()))
-        self._detect(chunks, cfg)
-        self._propose(chunks, cfg)
-        if cfg.verify:
-            self._verify(chunks, cfg)
-        return self._assemble(texts, chunks)
 
-    def explain(self, text: str, top_k: int = 5) -> Explanation:
-        """Per character: RTD probability and the best-ranked candidates (unfiltered), plus the correction."""
-        cfg = self.config
-        chunks = self._chunks([text], cfg, ())
-        self._detect(chunks, cfg)
-        rows: dict[int, CharExplanation] = {}
-        for ch in chunks:
-            assert ch.probs is not None
-            editable = [t for t, p in enumerate(ch.enc.char_pos) if p >= 0]
-            lps: np.ndarray | list[np.ndarray] = self._generator_logprobs([ch], [editable], cfg, batch_size=1)[0] if editable else []
-            for t, lp in zip(editable, lps):
-                pos = ch.enc.char_pos[t]
-                src = ch.text[pos]
-                cands = self.ranker.candidates(src, lp, cfg, self._custom(src, cfg), filtered=False)[:top_k]
-                rows[ch.start + pos] = CharExplanation(ch.start + pos, src, True, round(float(ch.probs[t]), 4), cands)
-        chars = [rows.get(i) or CharExplanation(i, c, False, 0.0, []) for i, c in enumerate(text)]
-        # finish the same pipeline on these chunks rather than tokenising and detecting again via correct()
-        self._propose(chunks, cfg)
-        if cfg.verify:
-            self._verify(chunks, cfg)
-        return Explanation(self._assemble([text], chunks)[0], chars)
+    def _threshold(self, cfg: CorrectorConfig) -> float:
+        if cfg.threshold is not None:
+            return cfg.threshold
+        return self.ranker.threshold if cfg.use_lm and self.has_lm else self.ranker.threshold_no_lm
 
-    # ---- pipeline steps ---------------------------------------------------------------------------
-
-    def _chunks(self, texts: Sequence[str], cfg: CorrectorConfig, extra_protect: tuple[str, ...]) -> list[_Chunk]:
+    def _chunks(self, texts: Sequence[str], cfg: CorrectorConfig) -> list[_Chunk]:
         max_chars = self.max_tokens - 2
-        words = tuple(w for w in (*cfg.protect, *extra_protect) if w)
+        words = tuple(w for w in cfg.protect if w)
         pieces: list[tuple[int, int, str, set[int]]] = []
         for i, text in enumerate(texts):
             clean = _scrub_surrogates(text)
@@ -139,40 +185,117 @@ class Corrector:
         encs = encode_batch(self.tokenizer, [p[2] for p in pieces], self.max_tokens)
         return [_Chunk(i, s, t, enc, prot) for (i, s, t, prot), enc in zip(pieces, encs)]
 
-    def _detect(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> None:
-        todo = [c for c in chunks if any(p >= 0 for p in c.enc.char_pos)]
-        probs = self._discriminate([c.enc.ids for c in todo], cfg.batch_size)
-        for ch, p in zip(todo, probs):
-            ch.probs = p
-            ch.suspects = [
-                t for t, pos in enumerate(ch.enc.char_pos)
-                if pos >= 0 and pos not in ch.protected and p[t] > cfg.threshold
-            ]
+    def _batches(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> list[list[_Chunk]]:
+        todo = [c for c in chunks if any(p >= 0 and p not in c.protected for p in c.enc.char_pos)]
+        return [[todo[i] for i in idx] for idx in _length_batches([len(c.enc.ids) for c in todo], cfg.batch_size)]
 
-    def _propose(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> None:
-        todo = [c for c in chunks if c.suspects]
-        for idx in _length_batches([len(c.enc.ids) for c in todo], cfg.batch_size):
-            batch = [todo[i] for i in idx]
-            lps = self._generator_logprobs(batch, [c.suspects for c in batch], cfg, cfg.batch_size)
-            for ch, rows in zip(batch, lps):
-                assert ch.probs is not None
-                for t, lp in zip(ch.suspects, rows):
-                    pos = ch.enc.char_pos[t]
-                    src = ch.text[pos]
-                    edit = self.ranker.decide(pos, src, float(ch.probs[t]), lp, cfg, self._custom(src, cfg))
-                    if edit is not None:
-                        ch.edits.append(edit)
-                if cfg.max_edits and len(ch.edits) > cfg.max_edits:
-                    ch.edits = _most_confident_per_sentence(ch.text, ch.edits, cfg.max_edits)
+    def _sites(self, batch: list[_Chunk]) -> Sites:
+        """Run both networks on a batch of chunks; one site per editable, unprotected character."""
+        seqs = [c.enc.ids for c in batch]
+        ids, attn = _pad(seqs)
+        rtd = self.networks.discriminate(ids, attn)
+        tokens = [[t for t, p in enumerate(c.enc.char_pos) if p >= 0 and p not in c.protected] for c in batch]
+        width = max(len(t) for t in tokens)
+        pos = np.zeros((len(batch), width), dtype=np.int64)
+        for r, t in enumerate(tokens):
+            pos[r, : len(t)] = t
+        lp = self.networks.generate(ids, attn, pos)
+        chunk_i = np.concatenate([np.full(len(t), r, np.int64) for r, t in enumerate(tokens)])
+        tok = np.concatenate([np.asarray(t, np.int64) for t in tokens])
+        char = np.array([batch[r].enc.char_pos[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)
+        src = [batch[r].text[p] for r, p in zip(chunk_i, char)]
+        src_id = np.array([batch[r].enc.ids[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)
+        col = np.concatenate([np.arange(len(t)) for t in tokens])
+        return Sites(chunk_i, char, src, src_id, rtd[chunk_i, tok].astype(np.float32), lp[chunk_i, col])
 
-    def _verify(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> None:
-        """Run the discriminator on the corrected chunk; drop edits it still flags."""
-        todo = [c for c in chunks if c.edits]
-        fixed_ids = [self._apply_ids(c) for c in todo]
-        probs = self._discriminate(fixed_ids, cfg.batch_size)
-        for ch, p in zip(todo, probs):
-            tok_of = {pos: t for t, pos in enumerate(ch.enc.char_pos) if pos >= 0}
-            ch.edits = [e for e in ch.edits if p[tok_of[e.position]] <= cfg.verify_threshold]
+    def _gather_score(self, batch: list[_Chunk], cfg: CorrectorConfig) -> tuple[Sites, Rows, list | None]:
+        sites = self._sites(batch)
+        custom: dict[str, set[str]] = {}
+        for a, b in cfg.confusions:
+            custom.setdefault(a, set()).add(b)
+        short = self.evidence.shortlist(sites, self.ranker.shortlist, cfg.shortlist, cfg.top_k, custom)
+        use_lm = cfg.use_lm and self.has_lm
+        texts = [c.text for c in batch]
+        lm_ids = self.evidence.lm_ids(texts) if use_lm else None
+        return sites, self.evidence.rows(sites, texts, short, lm_ids), lm_ids
+
+    def _decide(self, batch: list[_Chunk], cfg: CorrectorConfig) -> _Scored:
+        sites, rows, lm_ids = self._gather_score(batch, cfg)
+        n = len(sites)
+        w = self.ranker.vector(lm_ids is not None)
+        threshold = self._threshold(cfg)
+        open_sites = np.ones(n, dtype=bool)
+        decided: dict[int, tuple[int, float]] = {}
+        first = choice_probs(rows, w, n)
+        probs = first
+        spacing = self.evidence.lm.order if lm_ids is not None else 1
+        for _ in range(MAX_ROUNDS):
+            best_row, best_p = best_candidates(rows, probs, n, open_sites)
+            picked = pick_round(sites.chunk, sites.char, best_row, best_p, threshold, spacing)
+            if not picked:
+                break
+            for s in picked:
+                decided[s] = (int(best_row[s]), float(best_p[s]))
+                open_sites[s] = False
+            if lm_ids is None:
+                continue
+            for s in picked:  # the text the LM sees now has the edit
+                lm_ids[sites.chunk[s]] = lm_ids[sites.chunk[s]].copy()
+                lm_ids[sites.chunk[s]][sites.char[s]] = self.evidence.lm_vid[rows.vid[best_row[s]]]
+            near = np.zeros(n, dtype=bool)
+            for s in picked:
+                near |= (sites.chunk == sites.chunk[s]) & (np.abs(sites.char - sites.char[s]) < spacing)
+            near &= open_sites
+            if not near.any():
+                break
+            which = near[rows.site]
+            rows.X[which, COL["lm_gain"]] = self.evidence.lm_gain(sites, rows, lm_ids, which)[which]
+            probs = choice_probs(rows, w, n)
+        return _Scored(batch, sites, rows, first, decided)
+
+    def _apply(self, scored: _Scored, cfg: CorrectorConfig) -> None:
+        sites, rows = scored.sites, scored.rows
+        per_chunk: dict[int, list[Edit]] = defaultdict(list)
+        for s, (r, p) in scored.decided.items():
+            target = self.vocab[int(rows.vid[r])]
+            per_chunk[int(sites.chunk[s])].append(
+                Edit(int(sites.char[s]), sites.src[s], target, round(p, 4), _reason(rows.X[r])))
+        for k, edits in per_chunk.items():
+            ch = scored.chunks[k]
+            if cfg.max_edits and len(edits) > cfg.max_edits:
+                edits = _most_confident_per_sentence(ch.text, edits, cfg.max_edits)
+            ch.edits = sorted(edits, key=lambda e: e.position)
+
+    def _explain_sites(self, scored: _Scored, cfg: CorrectorConfig, threshold: float,
+                       top_k: int) -> dict[int, CharExplanation]:
+        sites, rows, probs = scored.sites, scored.rows, scored.probs
+        starts = list(np.searchsorted(rows.site, np.arange(len(sites)), side="left")) + [len(rows)]
+        out = {}
+        for s in range(len(sites)):
+            ch = scored.chunks[int(sites.chunk[s])]
+            lo, hi = starts[s], starts[s + 1]
+            order = sorted(range(lo + 1, hi), key=lambda r: -probs[r])[:top_k]
+            cands = [Candidate(self.vocab[int(rows.vid[r])], round(float(probs[r]), 4),
+                               round(math.exp(float(rows.X[r, COL["gen_lp"]])), 4),
+                               round(float(rows.X[r, COL["pinyin"]]), 3), round(float(rows.X[r, COL["shape"]]), 3),
+                               {f: round(float(rows.X[r, i]), 3) for i, f in enumerate(FEATURES)})
+                     for r in order]
+            keep_p = float(probs[lo])
+            applied = any(e.position == int(sites.char[s]) for e in ch.edits)
+            if applied:
+                why = f"applied: {self.vocab[int(rows.vid[scored.decided[s][0]])]}"
+            elif s in scored.decided:
+                why = "kept: max_edits reached (more confident edits in this sentence)"
+            elif not cands:
+                why = "no candidates"
+            elif cands[0].score <= threshold:
+                why = f"kept: best candidate {cands[0].char} at {cands[0].score:.3f} is not above the threshold {threshold:g}"
+            else:
+                why = "kept: an edit next to it was applied first, and the re-scored text no longer needs it"
+            pos = ch.start + int(sites.char[s])
+            out[pos] = CharExplanation(pos, sites.src[s], True, round(float(sites.rtd[s]), 4), cands, why,
+                                       round(keep_p, 4))
+        return out
 
     def _assemble(self, texts: Sequence[str], chunks: list[_Chunk]) -> list[Correction]:
         per_text: dict[int, list[Edit]] = defaultdict(list)
@@ -189,52 +312,13 @@ class Corrector:
             out.append(Correction(text, "".join(chars), edits))
         return out
 
-    # ---- model calls ------------------------------------------------------------------------------
 
-    def _discriminate(self, seqs: list[list[int]], batch_size: int) -> list[np.ndarray]:
-        """RTD probabilities per sequence, batched by length so little padding is computed."""
-        out: list[np.ndarray | None] = [None] * len(seqs)
-        for idx in _length_batches([len(s) for s in seqs], batch_size):
-            ids, attn = _pad([seqs[i] for i in idx])
-            probs = self.networks.discriminate(ids, attn)
-            for row, i in enumerate(idx):
-                out[i] = probs[row, : len(seqs[i])]
-        return out  # type: ignore[return-value]
-
-    def _generator_logprobs(self, chunks: list[_Chunk], positions: list[list[int]], cfg: CorrectorConfig,
-                            batch_size: int) -> list[np.ndarray]:
-        """Per chunk, an array (len(positions), V) of log-probabilities at its positions."""
-        out: list[np.ndarray] = []
-        mask_id = SPECIAL_IDS[MASK]
-        for s in range(0, len(chunks), batch_size):
-            part = chunks[s : s + batch_size]
-            seqs = []
-            for ch, pos in zip(part, positions[s : s + batch_size]):
-                ids = list(ch.enc.ids)
-                if cfg.mask_suspects:
-                    assert ch.probs is not None
-                    for t in pos:
-                        if ch.probs[t] > cfg.mask_threshold:
-                            ids[t] = mask_id
-                seqs.append(ids)
-            ids_arr, attn = _pad(seqs)
-            width = max(len(p) for p in positions[s : s + batch_size])
-            pos_arr = np.zeros((len(part), width), dtype=np.int64)
-            for r, p in enumerate(positions[s : s + batch_size]):
-                pos_arr[r, : len(p)] = p
-            lp = self.networks.generate(ids_arr, attn, pos_arr)
-            out.extend([lp[r, : len(p)] for r, p in enumerate(positions[s : s + batch_size])])
-        return out
-
-    def _apply_ids(self, ch: _Chunk) -> list[int]:
-        ids = list(ch.enc.ids)
-        tok_of = {pos: t for t, pos in enumerate(ch.enc.char_pos) if pos >= 0}
-        for e in ch.edits:
-            ids[tok_of[e.position]] = self.ranker.char_id[e.target]
-        return ids
-
-    def _custom(self, source: str, cfg: CorrectorConfig) -> set[str]:
-        return {b for a, b in cfg.confusions if a == source}
+def _reason(x: np.ndarray) -> Reason:
+    """Why the replacement is plausible: similar sound, similar shape, or neither."""
+    pin, shp = float(x[COL["pinyin"]]), float(x[COL["shape"]])
+    if pin >= 0.5 and pin >= shp:
+        return "pinyin"
+    return "shape" if shp >= 0.4 else ("pinyin" if pin >= 0.5 else "other")
 
 
 def _length_batches(lengths: list[int], batch_size: int, max_padding: float = 0.25) -> list[list[int]]:

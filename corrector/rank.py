@@ -1,85 +1,110 @@
-"""Candidate filtering and ranking at one suspect position; the step that decides an edit emits it."""
+"""Decide: a conditional logit over each site's choices, applied iteratively.
+
+P(choice | site) = softmax over the site's rows of w · features. The keep row is one of the choices,
+so an edit's probability is the probability that the candidate, not the character written, is what
+was meant; the weights are fitted on real errors (``training.ranker``) and the probability is
+checked for calibration on the dev split. An edit is applied when its probability is above the
+threshold. After each round the LM features of the neighbours of applied edits are scored again on
+the corrected text, so several errors in one sentence, adjacent ones included, are fixed in turn.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import CorrectorConfig
-from .similarity import SimilarityTables
-from .types import Candidate, Edit, Reason
+from .features import CHEAP, COL, FEATURES, Rows
+
+MAX_ROUNDS = 4
 
 
-class Ranker:
-    """Scores candidates as log P_gen(c) + sim_weight·similarity(src, c) + freq_weight·log(1+freq(c)).
+@dataclass(frozen=True)
+class RankerWeights:
+    """Named weights, as stored in the bundle's ``ranker.json``."""
 
-    The original character scores with similarity 1, so a candidate must win by more than the
-    similarity it lacks (a tolerance band) plus ``margin`` before it replaces the original.
-    """
+    weights: dict[str, float]  # over FEATURES, with the LM
+    weights_no_lm: dict[str, float]  # over FEATURES, fitted without the LM (lm_gain ignored)
+    shortlist: dict[str, float]  # over CHEAP: the cheap score that cuts the candidates
+    threshold: float = 0.5  # default decision threshold on the probability (chosen on dev) ...
+    threshold_no_lm: float = 0.5  # ... and the one for decoding without the LM
+    meta: dict = field(default_factory=dict)
 
-    def __init__(self, vocab: Sequence[str], tables: SimilarityTables):
-        self.vocab = list(vocab)
-        self.char_id = {t: i for i, t in enumerate(self.vocab) if len(t) == 1}
-        from .text import is_cjk
+    def vector(self, use_lm: bool) -> np.ndarray:
+        w = self.weights if use_lm else self.weights_no_lm
+        return np.array([float(w.get(name, 0.0)) for name in FEATURES], dtype=np.float32)
 
-        self.cjk_mask = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
-        self.tables = tables
+    def to_dict(self) -> dict:
+        return {"features": list(FEATURES), "cheap_features": list(CHEAP), "weights": self.weights,
+                "weights_no_lm": self.weights_no_lm, "shortlist": self.shortlist, "threshold": self.threshold,
+                "threshold_no_lm": self.threshold_no_lm,
+                "meta": self.meta}
 
-    def candidates(self, source: str, logprobs: np.ndarray, cfg: CorrectorConfig,
-                   custom: Collection[str] = (), filtered: bool = True) -> list[Candidate]:
-        """Top candidates other than ``source``, best first. ``logprobs`` is one row over the vocab."""
-        lp = np.where(self.cjk_mask, logprobs, -np.inf)
-        k = min(cfg.top_k, int(self.cjk_mask.sum()))
-        top = np.argpartition(-lp, k - 1)[:k]
-        ids = set(top.tolist()) | {self.char_id[c] for c in custom if c in self.char_id}
-        out = []
-        for i in ids:
-            c = self.vocab[i]
-            if c == source:
-                continue
-            ps, ss = self.tables.pinyin_sim(source, c), self.tables.shape_sim(source, c)
-            sim = max(ps, ss)
-            is_custom = c in custom
-            if filtered and not is_custom and not similar_enough(ps, ss, cfg):
-                continue
-            score = self._score(float(logprobs[i]), sim, c, cfg) + (cfg.confusion_bonus if is_custom else 0.0)
-            out.append(Candidate(c, score, math.exp(float(logprobs[i])), ps, ss))
-        out.sort(key=lambda c: -c.score)
-        return out
-
-    def decide(self, position: int, source: str, rtd_prob: float, logprobs: np.ndarray,
-               cfg: CorrectorConfig, custom: Collection[str] = ()) -> Edit | None:
-        cands = self.candidates(source, logprobs, cfg, custom)
-        if not cands:
-            return None
-        src_id = self.char_id.get(source)
-        src_lp = float(logprobs[src_id]) if src_id is not None else -30.0
-        keep = self._score(src_lp, 1.0, source, cfg)
-        best = cands[0]
-        if best.score - keep <= cfg.margin:
-            return None
-        scores = np.array([keep] + [c.score for c in cands])
-        p = np.exp(scores - scores.max())
-        confidence = float(rtd_prob * p[1] / p.sum())
-        return Edit(position, source, best.char, round(confidence, 4), reason_for(best, cfg))
-
-    def _score(self, logprob: float, sim: float, char: str, cfg: CorrectorConfig) -> float:
-        s = logprob + cfg.sim_weight * sim
-        if cfg.freq_weight:
-            s += cfg.freq_weight * math.log1p(self.tables.frequency(char))
-        return s
+    @classmethod
+    def from_dict(cls, d: dict) -> RankerWeights:
+        for key in ("weights", "weights_no_lm", "shortlist"):
+            unknown = set(d.get(key, {})) - set(FEATURES)
+            if unknown:
+                raise ValueError(f"ranker {key} name unknown features: {', '.join(sorted(unknown))}")
+        return cls(dict(d["weights"]), dict(d.get("weights_no_lm", d["weights"])), dict(d["shortlist"]),
+                   float(d.get("threshold", 0.5)), float(d.get("threshold_no_lm", d.get("threshold", 0.5))),
+                   dict(d.get("meta", {})))
 
 
-def similar_enough(pinyin_sim: float, shape_sim: float, cfg: CorrectorConfig) -> bool:
-    return pinyin_sim >= cfg.min_similarity or shape_sim >= cfg.min_shape_similarity
+# Used when a bundle carries no fitted ranker (e.g. a user's own exported HF pair): the earlier
+# hand-set ranking (generator log-probability plus a similarity bonus) in this form.
+HEURISTIC = RankerWeights(
+    weights={"keep": 2.0, "gen_lp": 1.0, "pinyin": 2.0, "shape": 2.0, "lm_gain": 1.0, "custom": 5.0, "word": 0.2},
+    weights_no_lm={"keep": 2.0, "gen_lp": 1.0, "pinyin": 2.0, "shape": 2.0, "custom": 5.0, "word": 0.2},
+    shortlist={"gen_lp": 1.0, "pinyin": 3.0, "shape": 2.0, "confusions": 0.5},
+    meta={"fitted": False},
+)
 
 
-def reason_for(c: Candidate, cfg: CorrectorConfig) -> Reason:
-    """pinyin or shape when the candidate passed on that ground (a zero similarity never counts)."""
-    sound = c.pinyin_sim > 0.0 and c.pinyin_sim >= cfg.min_similarity
-    shape = c.shape_sim > 0.0 and c.shape_sim >= cfg.min_shape_similarity
-    if sound and (not shape or c.pinyin_sim >= c.shape_sim):
-        return "pinyin"
-    return "shape" if shape else "other"
+def site_starts(rows: Rows, n_sites: int) -> np.ndarray:
+    """Index of each site's first (keep) row; rows are grouped by site, every site has its keep row."""
+    return np.searchsorted(rows.site, np.arange(n_sites), side="left")
+
+
+def choice_probs(rows: Rows, w: np.ndarray, n_sites: int) -> np.ndarray:
+    """Softmax of ``X @ w`` within each site."""
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.float64)
+    s = rows.X.astype(np.float64) @ w.astype(np.float64)
+    starts = site_starts(rows, n_sites)
+    m = np.maximum.reduceat(s, starts)
+    e = np.exp(s - m[rows.site])
+    z = np.add.reduceat(e, starts)
+    return e / z[rows.site]
+
+
+def best_candidates(rows: Rows, p: np.ndarray, n_sites: int, open_sites: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, probability) of the most probable non-keep row of each site, -1/0 where there is none."""
+    cand = (rows.X[:, COL["keep"]] == 0) & open_sites[rows.site]
+    best_row = np.full(n_sites, -1, dtype=np.int64)
+    best_p = np.zeros(n_sites, dtype=np.float64)
+    idx = np.flatnonzero(cand)
+    if len(idx):
+        order = idx[np.lexsort((-p[idx], rows.site[idx]))]
+        first = np.concatenate(([True], rows.site[order][1:] != rows.site[order][:-1]))
+        top = order[first]
+        best_row[rows.site[top]] = top
+        best_p[rows.site[top]] = p[top]
+    return best_row, best_p
+
+
+def pick_round(chunk: np.ndarray, char: np.ndarray, best_row: np.ndarray, best_p: np.ndarray, threshold: float,
+               spacing: int) -> list[int]:
+    """Sites to edit this round: above the threshold, most probable first, none within ``spacing``
+    characters of another picked in the same chunk (their evidence overlaps; they wait a round)."""
+    picked: list[int] = []
+    taken: dict[int, list[int]] = {}
+    for s in np.argsort(-best_p, kind="stable"):
+        if best_p[s] <= threshold or best_row[s] < 0:
+            break
+        c, i = int(chunk[s]), int(char[s])
+        if any(abs(i - j) < spacing for j in taken.get(c, ())):
+            continue
+        taken.setdefault(c, []).append(i)
+        picked.append(int(s))
+    return picked

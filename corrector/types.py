@@ -37,10 +37,11 @@ class Correction:
 @dataclass(frozen=True)
 class Candidate:
     char: str
-    score: float  # final ranking score
+    score: float  # the ranker's probability that this character is what was meant
     generator_prob: float
     pinyin_sim: float
     shape_sim: float
+    features: dict[str, float] = field(default_factory=dict)  # every feature the ranker saw
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class CharExplanation:
     editable: bool
     rtd_prob: float  # discriminator's probability that this character was replaced (is wrong)
     candidates: list[Candidate] = field(default_factory=list)
+    decision: str = ""  # what was done here and why (applied, below the threshold, protected, ...)
+    keep_prob: float = 0.0  # the ranker's probability that the character as written is right
 
 
 @dataclass(frozen=True)

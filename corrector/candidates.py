@@ -1,0 +1,62 @@
+"""Static candidate lists per source character, written by ``training.candidates``.
+
+For every source character: the characters it may have been typed for (graded pinyin similarity
+above a floor, shape neighbours, and every pair seen in real training errors), each with its graded
+pinyin similarity, shape similarity and how often real errors wrote the source for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .types import CorrectorError
+
+CANDIDATES_NPZ = "candidates.npz"
+CANDIDATES_JSON = "candidates.json"
+
+
+class CandidateTable:
+    def __init__(self, sources: list[str], offsets: np.ndarray, candidates: list[str], pinyin: np.ndarray,
+                 shape: np.ndarray, count: np.ndarray):
+        self.row = {c: i for i, c in enumerate(sources)}
+        self.offsets = offsets
+        self.candidates = candidates
+        self.pinyin = pinyin.astype(np.float32)
+        self.shape = shape.astype(np.float32)
+        self.count = count.astype(np.float32)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> CandidateTable:
+        path = Path(directory) / CANDIDATES_NPZ
+        if not path.is_file():
+            raise CorrectorError(f"candidate table {path} is missing; build it with `python -m training.candidates`")
+        try:
+            z = np.load(path, allow_pickle=False)
+            return cls(z["sources"].tolist(), z["offsets"], z["candidates"].tolist(), z["pinyin"], z["shape"],
+                       z["count"])
+        except (OSError, KeyError, ValueError) as e:
+            raise CorrectorError(f"cannot read candidate table {path}: {e}") from None
+
+    @classmethod
+    def empty(cls) -> CandidateTable:
+        """No static candidates (a bundle without a table): only the generator's and the user's."""
+        z = np.zeros(0, dtype=np.float32)
+        return cls([], np.zeros(1, dtype=np.int32), [], z, z, z)
+
+    def lookup(self, source: str) -> slice:
+        """The slice of ``candidates``/``pinyin``/``shape``/``count`` that belongs to ``source`` (may be empty)."""
+        i = self.row.get(source)
+        if i is None:
+            return slice(0, 0)
+        return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+
+    def pair(self, source: str, candidate: str) -> tuple[float, float, float] | None:
+        """(pinyin, shape, count) of one pair, or None when ``candidate`` is not on ``source``'s list."""
+        sl = self.lookup(source)
+        try:
+            k = self.candidates.index(candidate, sl.start, sl.stop)
+        except ValueError:
+            return None
+        return float(self.pinyin[k]), float(self.shape[k]), float(self.count[k])

@@ -1,0 +1,286 @@
+"""Fit the decoder's ranker on real training pairs, choose its threshold on the dev split.
+
+    python -m training.ranker --model runs/bundle --data ../shared/data --out runs/bundle/ranker.json
+
+1. The shortlist: a conditional logit over the cheap features of every candidate of the erroneous
+   characters, so that the gold correction survives the cut to ``--shortlist`` candidates.
+2. The ranker: a conditional logit over every feature of each site's choices (keep the character or
+   take a shortlisted candidate), fitted twice, with and without the LM features (``--no-lm``).
+3. The threshold: the probability above which an edit is applied, chosen on the dev split for the
+   best sentence-level correction F1 with at most ``--max-fpr`` of the error-free dev sentences changed.
+
+Training pairs are ``training.splits.train_pairs`` (never the dev split or a test set). The confusion
+count of a training pair is counted without that pair (leave-one-out), so it is no stronger here than
+on unseen text. Fitting uses torch (L-BFGS); the bundle gets plain named weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from corrector import Corrector
+from corrector.features import CHEAP, COL, FEATURES
+from corrector.rank import RankerWeights
+
+from .metrics import csc_metrics
+from .splits import dev_pairs, train_pairs
+
+
+@dataclass
+class Table:
+    """Feature rows of many sites with their labels: ``site`` groups rows, ``label`` marks the gold choice."""
+
+    X: np.ndarray
+    site: np.ndarray
+    label: np.ndarray
+    erroneous: np.ndarray  # per site: the gold differs from the character written
+    reachable: np.ndarray  # per site: the gold is among the rows
+
+    @staticmethod
+    def concat(parts: list[Table]) -> Table:
+        offset, sites = 0, []
+        for p in parts:
+            sites.append(p.site + offset)
+            offset += len(p.erroneous)
+        return Table(np.concatenate([p.X for p in parts]), np.concatenate(sites),
+                     np.concatenate([p.label for p in parts]), np.concatenate([p.erroneous for p in parts]),
+                     np.concatenate([p.reachable for p in parts]))
+
+    def subset(self, keep_sites: np.ndarray) -> Table:
+        """The rows of the sites where ``keep_sites`` is true, sites renumbered."""
+        new_id = np.cumsum(keep_sites) - 1
+        r = keep_sites[self.site]
+        return Table(self.X[r], new_id[self.site[r]], self.label[r], self.erroneous[keep_sites],
+                     self.reachable[keep_sites])
+
+
+def _gold(fix: Corrector, pairs: list[tuple[str, str]], batch: list, sites) -> list[str]:
+    return [pairs[batch[c].text_index][1][batch[c].start + i] for c, i in zip(sites.chunk, sites.char)]
+
+
+def _leave_one_out(X: np.ndarray, label: np.ndarray) -> None:
+    """This pair's own error is not evidence for itself: one count less on its gold row."""
+    own = label & (X[:, COL["keep"]] == 0)
+    X[own, COL["confusions"]] = np.log1p(np.maximum(np.expm1(X[own, COL["confusions"]]) - 1, 0))
+
+
+def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> Table:
+    """Every candidate of every erroneous character with the cheap (shortlist) features only; one row
+    per candidate, no keep rows. What the shortlist's weights are fitted on."""
+    cfg = fix.config.with_overrides(protect_dictionary_words=False)
+    ev = fix.evidence
+    parts = []
+    for b in range(0, len(pairs), batch_texts):
+        part = pairs[b : b + batch_texts]
+        chunks = fix._chunks([s for s, _ in part], cfg)
+        for batch in fix._batches(chunks, cfg):
+            sites = fix._sites(batch)
+            gold = _gold(fix, part, batch, sites)
+            err = np.array([g != s for g, s in zip(gold, sites.src)], dtype=bool)
+            if not err.any():
+                continue
+            sites = sites.take(err)
+            gold = [g for g, e in zip(gold, err) if e]
+            site, vid, static, _ = ev.shortlist(sites, {}, 1_000_000, cfg.top_k, {})
+            X = np.zeros((len(site), len(FEATURES)), dtype=np.float32)
+            for name, col in ev.static_features(sites, site, vid, static).items():
+                X[:, COL[name]] = col
+            label = np.array([fix.vocab[v] == gold[s] for s, v in zip(site.tolist(), vid.tolist())], dtype=bool)
+            _leave_one_out(X, label)
+            reach = np.zeros(len(sites), bool)
+            reach[site[label]] = True
+            parts.append(Table(X, site, label, np.ones(len(sites), bool), reach))
+    return Table.concat(parts)
+
+
+def extract(fix: Corrector, pairs: list[tuple[str, str]], shortlist: int, leave_one_out: bool = True,
+            batch_texts: int = 256) -> Table:
+    """Rows for every site of the pairs' sources, as the Corrector scores them in its first round."""
+    cfg = fix.config.with_overrides(shortlist=shortlist, protect_dictionary_words=False)
+    parts = []
+    for b in range(0, len(pairs), batch_texts):
+        part = pairs[b : b + batch_texts]
+        chunks = fix._chunks([s for s, _ in part], cfg)
+        for batch in fix._batches(chunks, cfg):
+            sites, rows, _ = fix._gather_score(batch, cfg)
+            gold = _gold(fix, part, batch, sites)
+            err = np.array([g != s for g, s in zip(gold, sites.src)], dtype=bool)
+            label = np.array([fix.vocab[v] == gold[s] for s, v in zip(rows.site.tolist(), rows.vid.tolist())],
+                             dtype=bool)
+            if leave_one_out:
+                _leave_one_out(rows.X, label)
+            reach = np.zeros(len(sites), bool)
+            reach[rows.site[label]] = True
+            parts.append(Table(rows.X, rows.site, label, err, reach))
+    return Table.concat(parts)
+
+
+def fit_conditional_logit(t: Table, features: list[str], l2: float = 1e-3, iters: int = 200) -> dict[str, float]:
+    """Maximum-likelihood weights of P(row | site) = softmax over the site's rows of w·x, on the sites
+    whose gold is among their rows."""
+    import torch
+
+    keep = t.reachable
+    t = t.subset(keep)
+    cols = [COL[f] for f in features]
+    X = torch.tensor(t.X[:, cols], dtype=torch.float64)
+    site = torch.tensor(t.site, dtype=torch.long)
+    n = int(site.max()) + 1
+    label_rows = torch.tensor(np.flatnonzero(t.label), dtype=torch.long)
+    label_sites = site[label_rows]
+    w = torch.zeros(len(cols), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([w], lr=1, max_iter=iters, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        s = X @ w
+        m = torch.full((n,), -1e30, dtype=torch.float64).scatter_reduce(0, site, s, "amax")
+        z = torch.zeros(n, dtype=torch.float64).index_add(0, site, torch.exp(s - m[site]))
+        lse = m + torch.log(z)
+        nll = (lse[label_sites] - s[label_rows]).mean()
+        loss = nll + l2 * (w * w).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return {f: round(float(v), 5) for f, v in zip(features, w.detach().numpy())}
+
+
+def shortlist_recall(t: Table, weights: dict[str, float], sizes: list[int]) -> dict[int, float]:
+    """Share of erroneous sites whose gold is among the ``size`` best candidates by the cheap score."""
+    err = t.erroneous
+    cand = t.X[:, COL["keep"]] == 0
+    score = sum(weights.get(f, 0.0) * t.X[:, COL[f]] for f in CHEAP)
+    gold_score = np.full(len(err), -np.inf)
+    gold_rows = np.flatnonzero(t.label & cand)
+    gold_score[t.site[gold_rows]] = score[gold_rows]
+    better = np.zeros(len(err), dtype=np.int64)
+    np.add.at(better, t.site[cand], score[cand] > gold_score[t.site[cand]])
+    return {k: round(float(((better < k) & np.isfinite(gold_score))[err].mean()), 4) for k in sizes}
+
+
+def sweep(fix: Corrector, pairs: list[tuple[str, str]], thresholds: list[float], **settings) -> list[dict]:
+    """One decoding per threshold on the pairs; SIGHAN metrics of each."""
+    out = []
+    for th in thresholds:
+        preds = [c.target for c in fix.correct_batch([s for s, _ in pairs], threshold=th, **settings)]
+        m = csc_metrics((s, t, p) for (s, t), p in zip(pairs, preds))
+        out.append({"threshold": th, **m})
+    return out
+
+
+def choose_threshold(rows: list[dict], max_fpr: float) -> dict:
+    ok = [r for r in rows if r["false_positive_rate"] <= max_fpr] or rows
+    return max(ok, key=lambda r: (r["sentence_correction"]["f1"], r["threshold"]))
+
+
+def reliability(fix: Corrector, pairs: list[tuple[str, str]], png: Path | None, bins: int = 10) -> list[dict]:
+    """Applied edits on the pairs at threshold 0.05, bucketed by confidence: mean confidence vs share correct."""
+    results = fix.correct_batch([s for s, _ in pairs], threshold=0.05)
+    conf, right = [], []
+    for (s, t), r in zip(pairs, results):
+        for e in r.edits:
+            conf.append(e.confidence)
+            right.append(t[e.position] == e.target)
+    c, y = np.array(conf), np.array(right, dtype=float)
+    edges = np.linspace(0, 1, bins + 1)
+    table = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        m = (c > lo) & (c <= hi)
+        if m.sum():
+            table.append({"bin": f"{lo:.1f}-{hi:.1f}", "edits": int(m.sum()), "mean_confidence": round(float(c[m].mean()), 3),
+                          "share_correct": round(float(y[m].mean()), 3)})
+    if png is not None and table:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(4, 4))
+        ax.plot([0, 1], [0, 1], "k:", lw=1)
+        ax.plot([r["mean_confidence"] for r in table], [r["share_correct"] for r in table], "o-")
+        for r in table:
+            ax.annotate(str(r["edits"]), (r["mean_confidence"], r["share_correct"]), fontsize=7)
+        ax.set_xlabel("edit confidence (mean in bin)")
+        ax.set_ylabel("share of edits that are right")
+        ax.set_title("reliability on the dev split")
+        fig.tight_layout()
+        fig.savefig(png, dpi=120)
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, required=True, help="bundle with candidates/ and lm/ (ranker.json is written)")
+    ap.add_argument("--data", type=Path, required=True, help="the shared data folder (holds csc/)")
+    ap.add_argument("--out", type=Path, help="where ranker.json goes (default: the bundle)")
+    ap.add_argument("--shortlist", type=int, default=8)
+    ap.add_argument("--max-fpr", type=float, default=0.08, help="most error-free dev sentences changed")
+    ap.add_argument("--limit", type=int, default=0, help="use only this many training pairs (quick runs)")
+    ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
+    ap.add_argument("--plot", type=Path, help="reliability plot PNG")
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    fix = Corrector.load(a.model, device="cpu", threshold=1.0)
+    train = train_pairs(a.data)
+    if a.limit:
+        train = train[: a.limit]
+    dev = dev_pairs(a.data)
+    report: dict = {"train_pairs": len(train), "dev_pairs": len(dev)}
+
+    # 1. shortlist weights, on every candidate of the erroneous sites
+    full = extract_cheap(fix, train)
+    report["candidate_recall_train_all"] = round(float(full.reachable.mean()), 4)
+    short_w = fit_conditional_logit(full, list(CHEAP))
+    report["shortlist_weights"] = short_w
+    report["shortlist_recall_train"] = shortlist_recall(full, short_w, [1, 4, 8, 16, 32])
+    print(f"shortlist weights {short_w}; recall {report['shortlist_recall_train']} ({time.time() - t0:.0f} s)")
+    fix.ranker = replace(fix.ranker, shortlist=short_w)
+
+    # 2. the ranker, with and without the LM
+    rows = extract(fix, train, shortlist=a.shortlist)
+    err = rows.erroneous
+    report["candidate_recall_train"] = round(float(rows.reachable[err].mean()), 4)
+    with_lm = fit_conditional_logit(rows, list(FEATURES))
+    no_lm = fit_conditional_logit(rows, [f for f in FEATURES if f != "lm_gain"])
+    report["weights"], report["weights_no_lm"] = with_lm, no_lm
+    print(f"weights {with_lm}\nno-LM {no_lm} ({time.time() - t0:.0f} s)")
+    fix.ranker = RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {})
+
+    # 3. dev: candidate recall, thresholds, calibration
+    dev_rows = extract(fix, dev, shortlist=a.shortlist, leave_one_out=False)
+    report["candidate_recall_dev"] = round(float(dev_rows.reachable[dev_rows.erroneous].mean()), 4)
+    grid = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    chosen = {}
+    for name, use_lm in (("lm", True), ("no_lm", False)):
+        rows_ = sweep(fix, dev, grid, use_lm=use_lm)
+        best = choose_threshold(rows_, a.max_fpr)
+        chosen[name] = best["threshold"]
+        report[f"dev_sweep_{name}"] = [{"threshold": r["threshold"], "f1": r["sentence_correction"]["f1"],
+                                        "p": r["sentence_correction"]["precision"],
+                                        "r": r["sentence_correction"]["recall"],
+                                        "fpr": r["false_positive_rate"]} for r in rows_]
+        print(f"dev {name}: " + "  ".join(f"{r['threshold']}:{r['f1']:.3f}/{r['fpr']:.3f}" for r in report[f"dev_sweep_{name}"]))
+    threshold = chosen["lm"] if fix.has_lm else chosen["no_lm"]
+    fix.ranker = RankerWeights(with_lm, no_lm, short_w, threshold, chosen["no_lm"], {})
+    report["reliability_dev"] = reliability(fix, dev, a.plot)
+    meta = {"fitted": True, "train_pairs": len(train), "shortlist": a.shortlist, "threshold_chosen_on": "dev split",
+            "max_fpr": a.max_fpr,
+            "candidate_recall_dev": report["candidate_recall_dev"], "seconds": round(time.time() - t0)}
+    weights = RankerWeights(with_lm, no_lm, short_w, threshold, chosen["no_lm"], meta)
+    out = a.out or a.model / "ranker.json"
+    out.write_text(json.dumps(weights.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
+    if a.report:
+        a.report.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    print(f"threshold {threshold} (no LM {chosen['no_lm']}); candidate recall dev {report['candidate_recall_dev']} "
+          f"→ {out} ({time.time() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The CSC splits every decoder choice is made on: the real training pairs, and the dev split.
+
+The dev split is the 1,000 ``sighan_train.tsv`` pairs that ``training.make_csc_data --holdout 1000
+--seed 1`` holds out of fine-tuning (same shuffle, so the networks never saw them), plus the correct
+target side of each as an error-free sentence, so that false positives count as on SIGHAN-15.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from .make_csc_data import read_pairs
+
+SIGHAN_TRAIN = "csc/sighan_train.tsv"
+CSC_HARD_TRAIN = "csc/csc_hard_train.tsv"
+WANG_DEV = "csc/wang271k_dev.tsv"
+HOLDOUT = 1000
+SEED = 1
+
+Pair = tuple[str, str]
+
+
+def sighan_holdout(data_dir: Path, holdout: int = HOLDOUT, seed: int = SEED) -> tuple[list[Pair], list[Pair]]:
+    """(the rest of sighan_train, the held-out pairs), exactly as make_csc_data splits them."""
+    pairs, _ = read_pairs(Path(data_dir) / SIGHAN_TRAIN)
+    random.Random(f"{seed}/holdout").shuffle(pairs)
+    held = pairs[:holdout]
+    targets = {t for _, t in held}
+    return [p for p in pairs[holdout:] if p[1] not in targets], held
+
+
+def dev_pairs(data_dir: Path) -> list[Pair]:
+    """The held-out pairs, then each distinct target as an error-free pair."""
+    _, held = sighan_holdout(data_dir)
+    clean = list(dict.fromkeys(t for _, t in held))
+    return held + [(t, t) for t in clean]
+
+
+def train_pairs(data_dir: Path) -> list[Pair]:
+    """Real pairs the decoder's statistics and ranker are fitted on (never the dev split or a test)."""
+    rest, held = sighan_holdout(data_dir)
+    targets = {t for _, t in held}
+    hard, _ = read_pairs(Path(data_dir) / CSC_HARD_TRAIN)
+    return rest + [p for p in hard if p[1] not in targets]
