@@ -1,72 +1,95 @@
-"""Ablation table on a CSC test file: decoding variants of one bundle, plus other bundles.
+"""Ablation table: the decoder with each group of evidence removed, refitted and re-thresholded on dev.
 
-    python benchmarks/ablations.py --data ../shared/data/csc/sighan15_test.tsv \\
-        [--model data/electra_models/default] [--bundle "no pretraining=runs/bundle_scratch" ...]
+    python benchmarks/ablations.py --model data/electra_models/default --data ../shared/data \\
+        --cache runs/ranker_cache --out runs/ablations.json
 
-Every row runs the same Corrector users get, with settings changed from the bundle's tuned
-defaults (thresholds are never tuned here). Prints a markdown table.
+Every row refits the ranker without that group's features on the same training rows (the cached
+tables of ``training.ranker``), picks its threshold on the dev split (best sentence correction F1 with
+at most ``--max-fpr`` of the dev's error-free sentences changed), and then reports the dev split and
+SIGHAN-15 (``csc/sighan15_test.tsv``, never used for a choice). "networks only" is the bundle's own
+``--no-lm`` ranker; "LM only" drops the networks' features (generator log-probability, RTD) and the
+generator's candidates. Prints a markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import replace
 from pathlib import Path
 
 from corrector import Corrector
+from corrector.features import CHEAP, FEATURES
 from training.csc_data import read_pairs
-from training.evaluate import run
+from training.metrics import csc_metrics
+from training.ranker import choose_threshold, extract, fit_conditional_logit, load_table, save_table, sweep
+from training.splits import dev_pairs, train_pairs
 
-NO_FILTER = {"min_similarity": 0.0, "min_shape_similarity": 0.0, "sim_weight": 0.0, "margin": 0.0}
-
-
-def decoding_variants(defaults: dict) -> list[tuple[str, dict]]:
-    """Cumulative rows: top-1, + similarity filter, + verification, + jieba protection; then the
-    generator input changed from the bundle's default (unmasked / every suspect masked / hybrid)."""
-    off = {"verify": False, "protect_dictionary_words": False}
-    jieba_default = bool(defaults.get("protect_dictionary_words", False))
-    rows = [
-        ("detector + generator top-1", {**NO_FILTER, **off}),
-        ("+ pinyin/shape filter and ranking", off),
-        ("+ discriminator verification" + ("" if jieba_default else " (default)"),
-         {"verify": True, "protect_dictionary_words": False}),
-        ("+ jieba dictionary-word protection" + (" (default)" if jieba_default else ""),
-         {"verify": True, "protect_dictionary_words": True}),
-    ]
-    masked, mask_th = bool(defaults.get("mask_suspects", False)), float(defaults.get("mask_threshold", 0.0))
-    hybrid_th = mask_th or 0.3  # the shipping procedure's hybrid setting, when the bundle's defaults name none
-    hybrid = f"suspects above RTD {hybrid_th:g} masked"
-    inputs = {"unmasked": {"mask_suspects": False},
-              hybrid: {"mask_suspects": True, "mask_threshold": hybrid_th},
-              "every suspect masked": {"mask_suspects": True, "mask_threshold": 0.0}}
-    default_input = "unmasked" if not masked else "every suspect masked" if mask_th == 0.0 else hybrid
-    for name, settings in inputs.items():
-        if name != default_input:
-            rows.append((f"default, generator input: {name}", settings))
-    return rows
+GROUPS = {
+    "the networks (generator, RTD)": ("gen_lp", "rtd"),
+    "the LM": ("lm_gain",),
+    "pinyin/shape similarity": ("pinyin", "shape"),
+    "the confusion prior": ("confusions",),
+    "character frequency": ("freq",),
+    "dictionary words": ("word",),
+    "name-likeness": ("name",),
+}
+GRID = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 
 
-def main() -> None:
+def scores(fix: Corrector, pairs: list[tuple[str, str]], **settings) -> dict:
+    preds = [c.target for c in fix.correct_batch([s for s, _ in pairs], **settings)]
+    m = csc_metrics((s, t, p) for (s, t), p in zip(pairs, preds))
+    sc = m["sentence_correction"]
+    return {"p": sc["precision"], "r": sc["recall"], "f1": sc["f1"], "fpr": m["false_positive_rate"]}
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--bundle", nargs="*", default=[], metavar="NAME=DIR", help="other bundles, default decoding")
-    ap.add_argument("--limit", type=int, default=0)
-    args = ap.parse_args()
-    pairs = read_pairs(args.data, args.limit)
-    base = Corrector.load(args.model, device="cpu")
-    rows = [(name, base.bundle.path, settings) for name, settings in decoding_variants(base.bundle.corrector_defaults)]
-    for item in args.bundle:
-        name, _, path = item.partition("=")
-        rows.append((name, Path(path), {}))
-    print(f"{len(pairs)} pairs from {args.data.name}; model {base.name} ({base.bundle.path})\n")
-    print("| variant | sent. det. P / R / F1 | sent. cor. P / R / F1 | FPR |")
-    print("|---|---|---|---|")
-    for name, path, settings in rows:
-        r = run(Corrector.load(path, device="cpu", **settings), pairs)
-        d, c = r["sentence_detection"], r["sentence_correction"]
-        print(f"| {name} | {d['precision']:.3f} / {d['recall']:.3f} / {d['f1']:.3f} | "
-              f"{c['precision']:.3f} / {c['recall']:.3f} / {c['f1']:.3f} | {r['false_positive_rate']:.3f} |",
+    ap.add_argument("--model", type=Path, default=Path("data/electra_models/default"))
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--cache", type=Path, required=True, help="training.ranker's --cache folder (made if absent)")
+    ap.add_argument("--max-fpr", type=float, default=0.08)
+    ap.add_argument("--out", type=Path, help="JSON of every row")
+    a = ap.parse_args(argv)
+    fix = Corrector.load(a.model, device="cpu")
+    fitted = fix.ranker
+    if not fitted.meta.get("fitted"):
+        raise SystemExit("the bundle has no fitted ranker.json (run training.ranker first)")
+    hidden = int(fitted.meta.get("hidden", 0))
+    dev, test = dev_pairs(a.data), read_pairs(a.data / "csc" / "sighan15_test.tsv")
+    path = a.cache / f"train_rows_s{fix.config.shortlist}.npz"
+    if path.exists():
+        rows = load_table(path)
+    else:
+        rows = extract(fix, train_pairs(a.data), shortlist=fix.config.shortlist)
+        a.cache.mkdir(parents=True, exist_ok=True)
+        save_table(rows, path)
+    out = []
+
+    def row(name: str, settings: dict) -> None:
+        d, t = scores(fix, dev, **settings), scores(fix, test, **settings)
+        out.append({"decoder": name, "dev": d, "sighan15": t, **settings})
+        print(f"| {name} | {d['f1']:.3f} | {d['fpr']:.3f} | {t['p']:.3f} | {t['r']:.3f} | {t['f1']:.3f} | {t['fpr']:.3f} |",
               flush=True)
+
+    print("| decoder | dev F1 | dev FPR | SIGHAN-15 P | R | F1 | FPR |\n|---|---:|---:|---:|---:|---:|---:|", flush=True)
+    row("networks + LM + all features (default)", {})
+    row("networks only (--no-lm)", {"use_lm": False})
+    for name, group in GROUPS.items():
+        if group == ("lm_gain",):
+            continue  # the row above
+        feats = [f for f in FEATURES if f not in group]
+        scorer = fit_conditional_logit(rows, feats, hidden=hidden)
+        short = {k: v for k, v in fitted.shortlist.items() if k in feats and k in CHEAP}
+        fix.ranker = replace(fitted, scorer=scorer, shortlist=short)
+        extra = {"top_k": 0} if "gen_lp" in group else {}
+        th = choose_threshold(sweep(fix, dev, GRID, **extra), a.max_fpr)["threshold"]
+        row("LM only (no network features or candidates)" if "gen_lp" in group else f"without {name}",
+            {"threshold": th, **extra})
+        fix.ranker = fitted
+    if a.out:
+        a.out.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

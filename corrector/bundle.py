@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
+from .manifest import FORMAT_VERSION, Manifest
 from .types import CorrectorError
 
-FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 VOCAB = "discriminator/vocab.txt"
 ONNX_DISCRIMINATOR = "onnx/discriminator.onnx"
@@ -62,19 +62,19 @@ def sha256_file(path: Path) -> str:
 @dataclass(frozen=True)
 class Bundle:
     path: Path
-    manifest: dict
+    manifest: Manifest
 
     @property
     def name(self) -> str:
-        return str(self.manifest.get("name", self.path.name))
+        return self.manifest.name
 
     @property
     def version(self) -> str:
-        return str(self.manifest.get("version", "0"))
+        return self.manifest.version
 
     @property
     def max_seq_len(self) -> int:
-        return int(self.manifest["max_seq_len"])
+        return self.manifest.max_seq_len
 
     @property
     def vocab_path(self) -> Path:
@@ -98,13 +98,13 @@ class Bundle:
         if precision == "int8" and not self.has_int8:
             raise CorrectorError(f"model bundle {self.path} has no int8 ONNX files ({ONNX_INT8[ONNX_DISCRIMINATOR]})")
         fp = (self.file(ONNX_DISCRIMINATOR), self.file(ONNX_GENERATOR))
-        use_int8 = precision == "int8" or (precision == "auto" and self.manifest.get("cpu_onnx") == "int8")
+        use_int8 = precision == "int8" or (precision == "auto" and self.manifest.cpu_onnx == "int8")
         cpu = tuple(self.file(ONNX_INT8[rel]) for rel in (ONNX_DISCRIMINATOR, ONNX_GENERATOR)) if use_int8 else fp
         return fp, cpu  # type: ignore[return-value]
 
     @property
     def corrector_defaults(self) -> dict:
-        return dict(self.manifest.get("corrector_defaults", {}))
+        return dict(self.manifest.corrector_defaults)
 
     @classmethod
     def load(cls, path: str | Path) -> Bundle:
@@ -116,31 +116,27 @@ class Bundle:
         if not mf.is_file():
             raise CorrectorError(f"not a model bundle: {mf} is missing")
         try:
-            manifest = json.loads(mf.read_text(encoding="utf-8"))
+            raw = json.loads(mf.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise CorrectorError(f"bad model bundle: {mf} is not valid JSON ({e})") from None
-        if not isinstance(manifest, dict):
-            raise CorrectorError(f"bad model bundle: {mf} must hold a JSON object")
-        version = manifest.get("format_version")
-        if version != FORMAT_VERSION:
+        version = raw.get("format_version") if isinstance(raw, dict) else None
+        if isinstance(raw, dict) and version != FORMAT_VERSION:
             raise CorrectorError(
                 f"incompatible model bundle {root}: format version {version!r}, this library reads {FORMAT_VERSION}"
             )
-        for key in ("vocab_sha256", "max_seq_len"):
-            if key not in manifest:
-                raise CorrectorError(f"bad model bundle: {mf} has no {key!r}")
-        if manifest.get("cpu_onnx", "fp32") not in ("fp32", "int8"):
-            raise CorrectorError(f"bad model bundle: {mf} has cpu_onnx {manifest['cpu_onnx']!r} (fp32 or int8)")
-        listed = manifest.get("files", [])
-        recommended = ONNX_INT8.values() if manifest.get("cpu_onnx") == "int8" else ()
-        for rel in (*REQUIRED_FILES, *listed, *recommended):
+        try:
+            manifest = Manifest.from_dict(raw)
+        except (TypeError, ValueError) as e:
+            raise CorrectorError(f"bad model bundle: {mf}: {e}") from None
+        recommended = ONNX_INT8.values() if manifest.cpu_onnx == "int8" else ()
+        for rel in (*REQUIRED_FILES, *manifest.files, *recommended):
             if not (root / rel).is_file():
                 raise CorrectorError(f"incomplete model bundle {root}: missing {rel}")
         digest = sha256_file(root / VOCAB)
-        if digest != manifest["vocab_sha256"]:
+        if digest != manifest.vocab_sha256:
             raise CorrectorError(
                 f"model bundle {root}: vocab hash mismatch ({VOCAB} has sha256 {digest[:12]}…, "
-                f"manifest says {str(manifest['vocab_sha256'])[:12]}…)"
+                f"manifest says {manifest.vocab_sha256[:12]}…)"
             )
         if sha256_file(root / "generator/vocab.txt") != digest:
             raise CorrectorError(f"model bundle {root}: generator/vocab.txt differs from {VOCAB}")

@@ -19,8 +19,12 @@ CANDIDATES_JSON = "candidates.json"
 
 class CandidateTable:
     def __init__(self, sources: list[str], offsets: np.ndarray, candidates: list[str], pinyin: np.ndarray,
-                 shape: np.ndarray, count: np.ndarray):
+                 shape: np.ndarray, count: np.ndarray, written: np.ndarray | None = None,
+                 variants: frozenset[tuple[str, str]] = frozenset()):
         self.row = {c: i for i, c in enumerate(sources)}
+        # how often each source character was written in the real training pairs (right or wrong)
+        self.written = np.zeros(len(sources), np.float32) if written is None else written.astype(np.float32)
+        self.variants = variants  # (a, b): the same character in two scripts; never a candidate of each other
         self.offsets = offsets
         self.candidates = candidates
         self.pinyin = pinyin.astype(np.float32)
@@ -34,8 +38,10 @@ class CandidateTable:
             raise CorrectorError(f"candidate table {path} is missing; build it with `python -m training.candidates`")
         try:
             z = np.load(path, allow_pickle=False)
+            written = z["written"] if "written" in z.files else None
+            variants = frozenset((p[0], p[1]) for p in z["variants"].tolist()) if "variants" in z.files else frozenset()
             return cls(z["sources"].tolist(), z["offsets"], z["candidates"].tolist(), z["pinyin"], z["shape"],
-                       z["count"])
+                       z["count"], written, variants)
         except (OSError, KeyError, ValueError) as e:
             raise CorrectorError(f"cannot read candidate table {path}: {e}") from None
 
@@ -44,6 +50,31 @@ class CandidateTable:
         """No static candidates (a bundle without a table): only the generator's and the user's."""
         z = np.zeros(0, dtype=np.float32)
         return cls([], np.zeros(1, dtype=np.int32), [], z, z, z)
+
+    def best(self, weights: dict[str, float], cap: int) -> CandidateTable:
+        """The ``cap`` best candidates of each source by a static score (weights over "pinyin", "shape"
+        and "confusions", the last on log(1 + count)), in that order."""
+        n = len(self.candidates)
+        if n == 0 or cap <= 0:
+            return self
+        score = (weights.get("pinyin", 0.0) * self.pinyin + weights.get("shape", 0.0) * self.shape
+                 + weights.get("confusions", 0.0) * np.log1p(self.count))
+        group = np.repeat(np.arange(len(self.offsets) - 1), np.diff(self.offsets))
+        order = np.lexsort((-score, group))
+        rank = np.arange(n) - self.offsets[group[order]]
+        keep = order[rank < cap]
+        counts = np.bincount(group[keep], minlength=len(self.offsets) - 1)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        sources = [""] * len(self.row)
+        for c, i in self.row.items():
+            sources[i] = c
+        cands = [self.candidates[k] for k in keep.tolist()]
+        return CandidateTable(sources, offsets, cands, self.pinyin[keep], self.shape[keep], self.count[keep],
+                              self.written, self.variants)
+
+    def written_count(self, source: str) -> float:
+        i = self.row.get(source)
+        return 0.0 if i is None else float(self.written[i])
 
     def lookup(self, source: str) -> slice:
         """The slice of ``candidates``/``pinyin``/``shape``/``count`` that belongs to ``source`` (may be empty)."""

@@ -24,7 +24,7 @@ from .text import is_cjk
 from .types import CorrectorError
 
 BATCH_LINES = 256
-LOAD_ARGS = ("path", "device", "precision", "threads")  # Corrector.load's own arguments, not settings for --set
+LOAD_ARGS = ("path", "device", "precision", "threads", "lm")  # Corrector.load's own arguments, not settings for --set
 
 
 class CliError(Exception):
@@ -56,6 +56,9 @@ def decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--protect", nargs="+", default=[], metavar="WORD", help="words never edited inside")
     ap.add_argument("--protect-file", help="file of protected words, one per line")
     ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
+    ap.add_argument("--no-lm", action="store_true", help="decide without the character LM (the networks' own ranker)")
+    ap.add_argument("--lm", help="another character LM: a training.char_lm directory, or a KenLM .arpa/.klm file "
+                                 "(needs the kenlm module)")
     ap.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
                     help="any corrector setting (see corrector/config.py), VALUE parsed as JSON when it can be, "
                          "e.g. --set verify=false --set top_k=10; repeatable, applied after the flags above")
@@ -119,7 +122,8 @@ def run_correct(argv: list[str]) -> int:
     args = correct_parser().parse_args(argv)
     from .corrector import Corrector
 
-    fixer = Corrector.load(args.model, device=args.device, precision=args.precision, **decoding_settings(args))
+    fixer = Corrector.load(args.model, device=args.device, precision=args.precision, lm=args.lm,
+                           **decoding_settings(args))
 
     out = _open_output(args.output)
     try:
@@ -155,6 +159,8 @@ def decoding_settings(args: argparse.Namespace) -> dict:
             settings["confusions"] = parse_confusions(_read_text(args.confusions))
         except ValueError as e:
             raise CliError(f"{args.confusions}: {e}") from None
+    if args.no_lm:
+        settings["use_lm"] = False
     for key in ("threshold", "max_edits", "batch_size"):
         if getattr(args, key, None) is not None:
             settings[key] = getattr(args, key)

@@ -11,7 +11,7 @@ class CorrectorConfig:
     threshold: float | None = None  # apply an edit when its probability is above this; None = the bundle's
     use_lm: bool = True  # score candidates with the bundle's character n-gram LM (False: networks only)
     shortlist: int = 8  # candidates per character that get the full scoring (LM, words)
-    top_k: int = 5  # the generator's most probable characters join each character's candidates
+    top_k: int = 10  # the generator's most probable characters join each character's candidates
     max_edits: int = 0  # per sentence, most confident first; 0 = no limit
     protect_dictionary_words: bool = False  # never edit inside a multi-character jieba word (a hard block;
     #                                          by default dictionary words are one feature among others)

@@ -96,13 +96,16 @@ class Corrector:
         cand_dir = bundle.file(CANDIDATES_DIR)
         candidates = CandidateTable.load(cand_dir) if cand_dir.is_dir() else CandidateTable.empty()
         lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
-        char_lm = CharLM.load(lm_path) if lm is not None or lm_path.is_dir() else None
+        char_lm = _load_lm(lm_path) if lm is not None or lm_path.is_dir() else None
         ranker = HEURISTIC
         if bundle.file(RANKER).is_file():
             try:
                 ranker = RankerWeights.from_dict(json.loads(bundle.file(RANKER).read_text(encoding="utf-8")))
             except (OSError, ValueError, KeyError, TypeError) as e:
                 raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
+        candidates = candidates.best(ranker.shortlist, int(ranker.meta.get("static_cap", 0)))
+        if "shortlist" not in settings and "shortlist" not in bundle.corrector_defaults and "shortlist" in ranker.meta:
+            config = config.with_overrides(shortlist=int(ranker.meta["shortlist"]))  # what the ranker was chosen with
         evidence = Evidence(read_vocab_list(bundle.vocab_path), candidates, tables, char_lm)
         return cls(bundle, networks, tables, config, evidence, ranker)
 
@@ -220,13 +223,17 @@ class Corrector:
         return sites, self.evidence.rows(sites, texts, short, lm_ids), lm_ids
 
     def _decide(self, batch: list[_Chunk], cfg: CorrectorConfig) -> _Scored:
-        sites, rows, lm_ids = self._gather_score(batch, cfg)
+        return self._decide_rows(batch, *self._gather_score(batch, cfg), cfg)
+
+    def _decide_rows(self, batch: list[_Chunk], sites: Sites, rows: Rows, lm_ids: list | None,
+                     cfg: CorrectorConfig) -> _Scored:
+        """Iterative decisions on gathered and scored rows (``rows.X`` and ``lm_ids`` are updated in place)."""
         n = len(sites)
-        w = self.ranker.vector(lm_ids is not None)
+        scorer = self.ranker.pick(lm_ids is not None)
         threshold = self._threshold(cfg)
         open_sites = np.ones(n, dtype=bool)
         decided: dict[int, tuple[int, float]] = {}
-        first = choice_probs(rows, w, n)
+        first = choice_probs(rows, scorer, n)
         probs = first
         spacing = self.evidence.lm.order if lm_ids is not None else 1
         for _ in range(MAX_ROUNDS):
@@ -250,7 +257,7 @@ class Corrector:
                 break
             which = near[rows.site]
             rows.X[which, COL["lm_gain"]] = self.evidence.lm_gain(sites, rows, lm_ids, which)[which]
-            probs = choice_probs(rows, w, n)
+            probs = choice_probs(rows, scorer, n)
         return _Scored(batch, sites, rows, first, decided)
 
     def _apply(self, scored: _Scored, cfg: CorrectorConfig) -> None:
@@ -311,6 +318,18 @@ class Corrector:
                 chars[e.position] = e.target
             out.append(Correction(text, "".join(chars), edits))
         return out
+
+
+def _load_lm(path: Path) -> Any:
+    """A character LM directory (training.char_lm), or a KenLM .arpa/.klm file through the kenlm module."""
+    if path.is_file() and path.suffix in (".arpa", ".klm", ".bin"):
+        from .char_lm_kenlm import KenLMCharLM
+
+        return KenLMCharLM.load(path)
+    if not path.is_dir():
+        raise CorrectorError(f"no character LM at {path}: expected a directory from training.char_lm "
+                             "or a KenLM .arpa/.klm file")
+    return CharLM.load(path)
 
 
 def _reason(x: np.ndarray) -> Reason:

@@ -21,9 +21,14 @@ from .candidates import CandidateTable
 from .char_lm import BOS, EOS, PAD
 from .similarity import SimilarityTables
 
-FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions", "freq", "word", "name", "custom")
-CHEAP = ("gen_lp", "pinyin", "shape", "confusions", "freq")  # the shortlist's features
+FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions", "error_rate", "freq", "word", "name",
+            "custom")
+CHEAP = ("gen_lp", "pinyin", "shape", "confusions", "error_rate", "freq")  # the shortlist's features
+# error_rate: log of (times the source was written for the candidate + a) / (times the source was written + b)
+# in the real training pairs: a character written correctly thousands of times (著, 甚) earns a low rate
+RATE_A, RATE_B = 0.5, 50.0
 COL = {name: i for i, name in enumerate(FEATURES)}
+GEN_MARGIN = 8.0  # the generator proposes characters within this many nats of its best guess
 
 # common surnames and place-name suffixes, for the name-likeness feature
 SURNAMES = set(
@@ -80,7 +85,17 @@ class Evidence:
                                 dtype=np.float32)
         # the generator may propose any frequent CJK character
         self.proposable = np.array([len(t) == 1 and is_cjk(t) and tables.frequency(t) > 0 for t in self.vocab])
+        ids = np.flatnonzero(self.proposable)
+        self.proposable_span = (int(ids.min()), int(ids.max()) + 1) if len(ids) else (0, 0)
         self._words: dict[str, int] | None = None
+        self._wkeys: tuple[np.ndarray, ...] | None = None
+        V = len(self.vocab)
+        entry_row = np.repeat(np.arange(len(candidates.offsets) - 1), np.diff(candidates.offsets))
+        keys = np.where(self.cand_vid >= 0, entry_row * V + self.cand_vid, -1)
+        self.table_order = np.argsort(keys, kind="stable")
+        self.table_keys = keys[self.table_order]
+        self.variant_keys = np.array(sorted(self.char_id[a] * V + self.char_id[b] for a, b in candidates.variants
+                                            if a in self.char_id and b in self.char_id), dtype=np.int64)
         if lm is not None:  # vocab id -> LM id
             singles = [t if len(t) == 1 else "\x00" for t in self.vocab]
             self.lm_vid = lm.encode("".join(singles)).astype(np.int32)
@@ -94,57 +109,97 @@ class Evidence:
         if n == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty, np.zeros(0, bool)
-        # static candidates: concatenated CSR slices
-        slices = [self.table.lookup(s) for s in sites.src]
-        starts = np.array([sl.start for sl in slices], dtype=np.int64)
-        lens = np.array([sl.stop - sl.start for sl in slices], dtype=np.int64)
+        # static candidates: each site's table slice, cut to its ``size`` best by the cheap score
+        src_row = np.array([self.table.row.get(s, -1) for s in sites.src], dtype=np.int64)
+        ok = src_row >= 0
+        starts = np.where(ok, self.table.offsets[np.maximum(src_row, 0)], 0).astype(np.int64)
+        lens = np.where(ok, self.table.offsets[np.maximum(src_row, 0) + 1] - starts, 0).astype(np.int64)
         site_s = np.repeat(np.arange(n), lens)
         idx_s = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(lens.sum())
         vid_s = self.cand_vid[idx_s]
-        # dynamic: the generator's top-k proposable characters, and the user's pairs
-        k = min(top_k + 8, sites.logprobs.shape[1])
-        top = np.argpartition(-sites.logprobs, k - 1, axis=1)[:, :k] if top_k else np.zeros((n, 0), np.int64)
-        site_d = np.repeat(np.arange(n), top.shape[1])
-        vid_d = top.reshape(-1)
-        ok = self.proposable[vid_d]
-        site_d, vid_d = site_d[ok], vid_d[ok]
+        score_s = self._cheap_score(sites, site_s, vid_s, idx_s, weights)
+        score_s[vid_s < 0] = -np.inf
+        keep_s = _top_per_segment(score_s, lens, size)
+        site_s, vid_s, idx_s = site_s[keep_s], vid_s[keep_s], idx_s[keep_s]
+        # dynamic: the generator's top-k proposable characters (with their table row when they have one) ...
+        site_d, vid_d = self.generator_top(sites.logprobs, top_k)
+        idx_d = self._table_index(src_row[site_d], vid_d)
+        # ... and the user's pairs
         cs, cv = [], []
         for i, s in enumerate(sites.src):
             for c in custom.get(s, ()):
                 if c in self.char_id:
                     cs.append(i)
                     cv.append(self.char_id[c])
-        site = np.concatenate([site_s, site_d, np.array(cs, np.int64)])
-        vid = np.concatenate([vid_s, vid_d, np.array(cv, np.int64)])
-        static = np.concatenate([idx_s, np.full(len(site_d) + len(cs), -1, np.int64)])
-        is_custom = np.concatenate([np.zeros(len(site_s) + len(site_d), bool), np.ones(len(cs), bool)])
+        site_c, vid_c = np.array(cs, np.int64), np.array(cv, np.int64)
+        site = np.concatenate([site_s, site_d, site_c])
+        vid = np.concatenate([vid_s, vid_d, vid_c])
+        static = np.concatenate([idx_s, idx_d, self._table_index(src_row[site_c], vid_c)])
+        is_custom = np.concatenate([np.zeros(len(site_s) + len(site_d), bool), np.ones(len(site_c), bool)])
         keep = (vid >= 0) & (vid != sites.src_id[site])
+        if len(self.variant_keys):  # never another script's form of the character (the user's own pairs excepted)
+            keep &= is_custom | ~np.isin(sites.src_id[site] * len(self.vocab) + vid, self.variant_keys)
         site, vid, static, is_custom = site[keep], vid[keep], static[keep], is_custom[keep]
-        # one row per (site, vid): the static one when there is one, custom flags merged
+        # one row per (site, vid), custom flags merged
         key = site * len(self.vocab) + vid
-        order = np.lexsort((static < 0, key))
+        order = np.argsort(key, kind="stable")
         key, site, vid, static, is_custom = key[order], site[order], vid[order], static[order], is_custom[order]
         first = np.concatenate(([True], key[1:] != key[:-1]))
         custom_any = np.logical_or.reduceat(is_custom, np.flatnonzero(first)) if len(key) else is_custom
         site, vid, static, is_custom = site[first], vid[first], static[first], custom_any
-        # the cheap score, then the best ``size`` per site (custom pairs always stay)
-        cheap = self.static_features(sites, site, vid, static)
-        score = sum(weights.get(name, 0.0) * cheap[name] for name in CHEAP) + 1e6 * is_custom
-        order = np.lexsort((-score, site))
+        # the best ``size`` per site by the cheap score (custom pairs always stay)
+        score = self._cheap_score(sites, site, vid, static, weights) + 1e6 * is_custom
+        order = np.lexsort((vid, -score, site))
         site, vid, static, is_custom = site[order], vid[order], static[order], is_custom[order]
-        group_start = np.searchsorted(site, site, side="left")
-        rank = np.arange(len(site)) - group_start
+        rank = np.arange(len(site)) - np.searchsorted(site, site, side="left")
         keep = rank < size
         return site[keep], vid[keep], static[keep], is_custom[keep]
+
+    def _cheap_score(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray,
+                     weights: dict[str, float]) -> np.ndarray:
+        feats = self.static_features(sites, site, np.maximum(vid, 0), static)
+        return sum(weights.get(name, 0.0) * feats[name] for name in CHEAP).astype(np.float64)
+
+    def _table_index(self, src_row: np.ndarray, vid: np.ndarray) -> np.ndarray:
+        """The table entry of each (source row, candidate vid) pair, -1 where the table has none."""
+        if len(vid) == 0 or len(self.table_keys) == 0:
+            return np.full(len(vid), -1, np.int64)
+        key = src_row * len(self.vocab) + vid
+        pos = np.minimum(np.searchsorted(self.table_keys, key), len(self.table_keys) - 1)
+        found = (self.table_keys[pos] == key) & (src_row >= 0)
+        return np.where(found, self.table_order[pos], -1)
+
+    def generator_top(self, logprobs: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(site, vid) of each site's ``top_k`` most probable proposable characters, among those within
+        GEN_MARGIN nats of the site's best (far less work than a partition over the whole vocabulary)."""
+        if top_k == 0 or logprobs.shape[0] == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        best = logprobs.max(1)
+        lo, hi = self.proposable_span  # proposable ids all lie in [lo, hi): scan only that window
+        site, vid = np.nonzero(logprobs[:, lo:hi] > (best - GEN_MARGIN)[:, None])
+        vid = vid + lo
+        ok = self.proposable[vid]
+        site, vid = site[ok], vid[ok]
+        lp = logprobs[site, vid]
+        order = np.lexsort((vid, -lp, site))
+        site, vid = site[order], vid[order]
+        rank = np.arange(len(site)) - np.searchsorted(site, site, side="left")
+        keep = rank < top_k
+        return site[keep].astype(np.int64), vid[keep].astype(np.int64)
 
     def static_features(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray) -> dict:
         has = static >= 0
         s = np.where(has, static, 0)
+        count = np.where(has, self.table.count[s], 0.0)
+        written = np.array([self.table.written_count(c) for c in sites.src], dtype=np.float32)[site] if len(site) \
+            else np.zeros(0, np.float32)
         return {
             "gen_lp": sites.logprobs[site, vid],
             "pinyin": np.where(has, self.table.pinyin[s], 0.0),
             "shape": np.where(has, self.table.shape[s], 0.0),
-            "confusions": np.where(has, np.log1p(self.table.count[s]), 0.0),
+            "confusions": np.log1p(count),
+            "error_rate": np.log((count + RATE_A) / (written + RATE_B)),
             "freq": self.logfreq[vid] - self.logfreq[sites.src_id[site]],
         }
 
@@ -168,6 +223,7 @@ class Evidence:
             X[:, COL[name]] = col
         X[is_keep, COL["pinyin"]] = 1.0
         X[is_keep, COL["shape"]] = 1.0
+        X[is_keep, COL["error_rate"]] = 0.0
         X[:, COL["keep"]] = is_keep
         X[:, COL["rtd"]] = np.where(is_keep, 0.0, sites.rtd[site])
         X[:, COL["custom"]] = custom
@@ -180,25 +236,24 @@ class Evidence:
         return rows
 
     def _word_scores(self, sites: Sites, texts: Sequence[str], site: np.ndarray, vid: np.ndarray) -> np.ndarray:
-        """Best log(1 + jieba frequency) of a 2- or 3-character word through the choice."""
-        words = self._dictionary()
+        """Best log(1 + jieba frequency) of a 2- or 3-character word through the choice (vectorised:
+        the dictionary's words as sorted integer keys)."""
+        k2, f2, k3, f3 = self._word_keys()
+        V = len(self.vocab)
+        n_chunks = int(sites.chunk.max()) + 1 if len(sites) else 0
+        width = max((len(t) for t in texts[:n_chunks]), default=0) + 4
+        T = np.full((max(n_chunks, 1), width), -1, dtype=np.int64)
+        for c in range(n_chunks):
+            T[c, 2 : 2 + len(texts[c])] = [self.char_id.get(ch, -1) for ch in texts[c]]
+        c, pos = sites.chunk[site], sites.char[site] + 2
+        l2, l1, r1, r2 = T[c, pos - 2], T[c, pos - 1], T[c, pos + 1], T[c, pos + 2]
         out = np.zeros(len(site), dtype=np.float32)
-        vocab = self.vocab
-        ctx = []
-        for c, i in zip(sites.chunk, sites.char):
-            t = texts[c]
-            ctx.append((t[max(i - 2, 0) : i], t[i + 1 : i + 3]))
-        for r, (s, v) in enumerate(zip(site.tolist(), vid.tolist())):
-            left, right = ctx[s]
-            ch = vocab[v]
-            best = 0
-            for w in (left[-1:] + ch, ch + right[:1], left[-2:] + ch, left[-1:] + ch + right[:1], ch + right[:2]):
-                if len(w) > 1:
-                    f = words.get(w, 0)
-                    if f > best:
-                        best = f
-            out[r] = best
-        return np.log1p(out)
+        for ids, keys, freq in (((l1, vid), k2, f2), ((vid, r1), k2, f2), ((l2, l1, vid), k3, f3),
+                                ((l1, vid, r1), k3, f3), ((vid, r1, r2), k3, f3)):
+            valid = np.all([x >= 0 for x in ids], axis=0)
+            key = ids[0] * V + ids[1] if len(ids) == 2 else (ids[0] * V + ids[1]) * V + ids[2]
+            out = np.maximum(out, _lookup_sorted(keys, freq, np.where(valid, key, -1)))
+        return out
 
     def _dictionary(self) -> dict[str, int]:
         if self._words is None:
@@ -210,6 +265,24 @@ class Evidence:
             jieba.dt.check_initialized()
             self._words = jieba.dt.FREQ
         return self._words
+
+    def _word_keys(self) -> tuple[np.ndarray, ...]:
+        """(2-character keys, their log(1 + frequency), 3-character keys, theirs), keys sorted."""
+        if self._wkeys is None:
+            V = len(self.vocab)
+            pairs: dict[int, list[tuple[int, float]]] = {2: [], 3: []}
+            for w, f in self._dictionary().items():
+                if f > 0 and len(w) in pairs:
+                    ids = [self.char_id.get(ch, -1) for ch in w]
+                    if min(ids) >= 0:
+                        key = ids[0] * V + ids[1] if len(w) == 2 else (ids[0] * V + ids[1]) * V + ids[2]
+                        pairs[len(w)].append((key, math.log1p(f)))
+            out = []
+            for n in (2, 3):
+                arr = np.array(sorted(pairs[n]), dtype=np.float64).reshape(-1, 2)
+                out += [arr[:, 0].astype(np.int64), arr[:, 1].astype(np.float32)]
+            self._wkeys = tuple(out)
+        return self._wkeys
 
     def lm_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
         assert self.lm is not None
@@ -262,3 +335,25 @@ def _name_like(text: str, i: int) -> float:
     if (i >= 1 and text[i - 1] in SURNAMES) or (i >= 2 and text[i - 2] in SURNAMES):
         return 1.0
     return 1.0 if i + 1 < len(text) and text[i + 1] in PLACE_SUFFIXES else 0.0
+
+
+def _top_per_segment(score: np.ndarray, lens: np.ndarray, k: int) -> np.ndarray:
+    """Boolean mask of the ``k`` highest scores within each consecutive segment of the given lengths."""
+    keep = np.zeros(len(score), dtype=bool)
+    start = 0
+    for n in lens.tolist():
+        if n <= k:
+            keep[start : start + n] = True
+        else:
+            seg = score[start : start + n]
+            keep[start + np.argpartition(-seg, k - 1)[:k]] = True
+        start += n
+    return keep
+
+
+def _lookup_sorted(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """values[i] where keys[i] == query, else 0 (``keys`` sorted; a negative query never matches)."""
+    if len(keys) == 0:
+        return np.zeros(len(query), dtype=np.float32)
+    pos = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+    return np.where((keys[pos] == query) & (query >= 0), values[pos], 0.0).astype(np.float32)

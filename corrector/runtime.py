@@ -81,9 +81,11 @@ class OnnxNetworks:
     def generate(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """Log-probabilities over the vocabulary at the given token positions, shape (B, P, V)."""
         (logits,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
-        logits = logits.astype(np.float32)
+        logits = logits.astype(np.float32, copy=False)
         logits -= logits.max(-1, keepdims=True)
-        return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        z = np.exp(logits).sum(-1, keepdims=True)
+        logits -= np.log(z)
+        return logits
 
 
 def _check_io(sess, path: Path, inputs: list[str]) -> None:

@@ -156,6 +156,8 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
     seen_as: dict[str, list[str]] = {}
     for a, b in confusions:
         seen_as.setdefault(a, []).append(b)
+    written = Counter(c for s, _ in pairs for c in s)
+    variants = script_variants(pool)
     sources = sorted(set(pool) | {a for a, _ in confusions}, key=lambda c: (c not in index, index.get(c, 0), c))
     offsets, cands, pin, shp, cnt = [0], [], [], [], []
     for a in sources:
@@ -167,7 +169,9 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         for b, s in tables.shape_neighbours(a, k=1000):
             if s >= min_shape and b in index:
                 row[b] = None
-        row.update(dict.fromkeys(seen_as.get(a, ())))
+        for b in [b for b in row if (a, b) in variants]:  # another script's form of the same character
+            row.pop(b)
+        row.update(dict.fromkeys(seen_as.get(a, ())))  # real errors stay, whatever they look like
         row.pop(a, None)
         for b in row:
             cands.append(b)
@@ -181,6 +185,8 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         sources=np.array(sources), offsets=np.array(offsets, dtype=np.int32), candidates=np.array(cands),
         pinyin=np.array(pin, dtype=np.float16), shape=np.array(shp, dtype=np.float16),
         count=np.array(cnt, dtype=np.uint16),
+        written=np.array([min(written[a], 2**31 - 1) for a in sources], dtype=np.int32),
+        variants=np.array(sorted(a + b for a, b in variants if (a, b) not in confusions)),
     )
     meta = {
         "pool_size": len(pool), "sources": len(sources), "pairs": len(cands),
@@ -188,12 +194,35 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         "prior": {"related": RELATED, "unrelated": UNRELATED, "shrink": SHRINK},
         "fitted_on": "training.splits.train_pairs (sighan_train minus the dev split, csc_hard_train)",
         "gold_pairs": sum(confusions.values()),
+        "script_variant_pairs": len(variants),
         "initials": {f"{a}>{b}": n for (a, b), n in ini.most_common()},
         "finals": {f"{a}>{b}": n for (a, b), n in fin.most_common()},
         "seconds": round(time.time() - t0, 1),
     }
     (out / CANDIDATES_JSON).write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
     return meta
+
+
+def script_variants(chars: list[str]) -> set[tuple[str, str]]:
+    """(a, b) pairs of the pool that are one character in two scripts or regional standards: OpenCC's
+    traditional-to-simplified (t2s, and Taiwan's tw2s) maps one onto the other, or both onto the same
+    character. Replacing one by the other is a script conversion, never a spelling fix."""
+    import opencc
+
+    pool = set(chars)
+    conv = [opencc.OpenCC(c) for c in ("t2s", "tw2s", "hk2s")]
+    base: dict[str, set[str]] = {}
+    for c in chars:
+        for cv in conv:
+            s = cv.convert(c)
+            if len(s) == 1:
+                base.setdefault(s, set()).add(c)
+        base.setdefault(c, set()).add(c)
+    out = set()
+    for group in base.values():
+        members = [c for c in group if c in pool]
+        out.update((a, b) for a in members for b in members if a != b)
+    return out
 
 
 def _pair_pinyin(a: str, b: str, tables: SimilarityTables, graded: GradedPinyin) -> float:

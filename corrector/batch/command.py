@@ -67,7 +67,8 @@ def run_batch(argv: list[str]) -> int:
 
     model = Path(args.model) if args.model else default_model_path()
     threads = max(1, int(args.actor_cpus)) if args.engine == "ray" else 0
-    spec = ModelSpec(str(model.resolve()), args.device, args.precision, threads, decoding_settings(args))
+    spec = ModelSpec(str(model.resolve()), args.device, args.precision, threads, decoding_settings(args),
+                     str(Path(args.lm).resolve()) if args.lm else None)
     fixer = spec.load()  # a bad bundle or setting fails here, before any output is written
 
     out = OutputDir(Path(args.output), args.format, len(shards))

@@ -46,12 +46,13 @@ class ModelSpec:
     precision: str = "auto"
     threads: int = 0  # ONNX Runtime threads per session; 0: its default
     settings: dict[str, Any] = field(default_factory=dict)
+    lm: str | None = None  # another character LM than the bundle's
 
     def load(self) -> Corrector:
         from ..corrector import Corrector
 
         return Corrector.load(self.model, device=self.device, precision=self.precision, threads=self.threads,
-                              **self.settings)
+                              lm=self.lm, **self.settings)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

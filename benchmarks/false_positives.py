@@ -1,0 +1,65 @@
+"""How often the corrector changes text that is already correct.
+
+    python benchmarks/false_positives.py [--model data/electra_models/default] [--data ../shared/data]
+
+Three kinds of correct sentences: the target side of ``csc/wang271k_dev.tsv`` (news-style, many
+names), the error-free sentences of the dev split (``training.splits.dev_pairs``: the held-out
+sighan_train targets), and held-out lines of the professionally edited corpus files (laws and news;
+every 200th line, the lines the character LM's build holds out, cut at sentence ends). Prints the
+share of sentences changed and the most frequent changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+from collections import Counter
+from pathlib import Path
+
+from corrector import Corrector
+from training.csc_data import read_pairs
+from training.splits import dev_pairs
+
+EDITED = ("laws.txt.gz", "news_rss.txt.gz", "news_titles.txt.gz", "news_xwlb.txt.gz")
+HOLDOUT_EVERY = 200  # training.char_lm's default
+
+
+def corpus_sentences(corpus: Path, limit: int) -> list[str]:
+    out: list[str] = []
+    for name in EDITED:
+        with gzip.open(corpus / name, "rt", encoding="utf-8") as f:
+            lines = [x for x in f.read().split("\n") if x]
+        held = lines[HOLDOUT_EVERY - 1 :: HOLDOUT_EVERY]
+        sents = [s for line in held for s in re.findall(r"[^。！？]*[。！？]?", line) if 8 <= len(s) <= 80]
+        out += sents[: limit // len(EDITED)]
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--corpus-sentences", type=int, default=2000)
+    ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="decoding settings (JSON values)")
+    a = ap.parse_args(argv)
+    import json
+
+    settings = {k: json.loads(v) for k, v in (x.split("=", 1) for x in a.set)}
+    fix = Corrector.load(a.model, device="cpu", **settings)
+    sets = {
+        "wang271k_dev targets": list(dict.fromkeys(t for _, t in read_pairs(a.data / "csc" / "wang271k_dev.tsv"))),
+        "dev split, error-free": [s for s, t in dev_pairs(a.data) if s == t],
+        "held-out corpus (laws, news)": corpus_sentences(a.data / "corpus", a.corpus_sentences),
+    }
+    print("| correct sentences | count | changed | top changes |\n|---|---:|---:|---|")
+    for name, texts in sets.items():
+        results = fix.correct_batch(texts)
+        changed = sum(1 for r in results if r.edits)
+        top = Counter(f"{e.source}→{e.target}" for r in results for e in r.edits).most_common(5)
+        print(f"| {name} | {len(texts):,} | {changed / len(texts):.1%} | {', '.join(f'{k} ({v})' for k, v in top)} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
