@@ -18,6 +18,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from corrector import Corrector
 from corrector.features import CHEAP, FEATURES
 from training.csc_data import read_pairs
@@ -50,6 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--cache", type=Path, required=True, help="training.ranker's --cache folder (made if absent)")
     ap.add_argument("--max-fpr", type=float, default=0.08)
+    ap.add_argument("--sample", type=float, default=1.0, help="refit on this share of the training sites (speed)")
     ap.add_argument("--out", type=Path, help="JSON of every row")
     a = ap.parse_args(argv)
     fix = Corrector.load(a.model, device="cpu")
@@ -58,13 +61,16 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("the bundle has no fitted ranker.json (run training.ranker first)")
     hidden = int(fitted.meta.get("hidden", 0))
     dev, test = dev_pairs(a.data), read_pairs(a.data / "csc" / "sighan15_test.tsv")
+    cached = sorted(a.cache.glob("train_rows_s*.npz"))  # training.ranker's rows (any shortlist size)
     path = a.cache / f"train_rows_s{fix.config.shortlist}.npz"
-    if path.exists():
-        rows = load_table(path)
+    if cached:
+        rows = load_table(cached[-1])
     else:
         rows = extract(fix, train_pairs(a.data), shortlist=fix.config.shortlist)
         a.cache.mkdir(parents=True, exist_ok=True)
         save_table(rows, path)
+    if a.sample < 1.0:
+        rows = rows.subset(np.random.default_rng(0).random(len(rows.erroneous)) < a.sample)
     out = []
 
     def row(name: str, settings: dict) -> None:
@@ -79,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     for name, group in GROUPS.items():
         if group == ("lm_gain",):
             continue  # the row above
-        feats = [f for f in FEATURES if f not in group]
+        products = [p for p in fitted.scorer.linear if "*" in p and not set(p.split("*")) & set(group)]
+        feats = [f for f in FEATURES if f not in group] + products
         scorer = fit_conditional_logit(rows, feats, hidden=hidden)
         short = {k: v for k, v in fitted.shortlist.items() if k in feats and k in CHEAP}
         fix.ranker = replace(fitted, scorer=scorer, shortlist=short)

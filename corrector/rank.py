@@ -22,7 +22,8 @@ MAX_ROUNDS = 4
 @dataclass(frozen=True)
 class Scorer:
     """score(x) = Σ_f linear[f]·x_f + Σ_j out[j]·tanh(Σ_f hidden[f][j]·x_f + bias[j]), every weight named by
-    its feature. With no hidden units it is the plain conditional logit."""
+    its feature; a linear name "a*b" weighs the product of two features. With no hidden units and no
+    products it is the plain conditional logit."""
 
     linear: dict[str, float]
     hidden: dict[str, list[float]] = field(default_factory=dict)  # feature -> its weight into each hidden unit
@@ -32,6 +33,10 @@ class Scorer:
     def score(self, X: np.ndarray) -> np.ndarray:
         X = X.astype(np.float64)
         s = X @ np.array([float(self.linear.get(f, 0.0)) for f in FEATURES])
+        for name, w in self.linear.items():  # products of two features, named "a*b"
+            if "*" in name:
+                a, b = name.split("*")
+                s += w * X[:, COL[a]] * X[:, COL[b]]
         if self.out:
             U = np.array([self.hidden.get(f, [0.0] * len(self.out)) for f in FEATURES], dtype=np.float64)
             s = s + np.tanh(X @ U + np.asarray(self.bias, np.float64)) @ np.asarray(self.out, np.float64)
@@ -47,7 +52,8 @@ class Scorer:
     def from_dict(cls, d: dict) -> Scorer:
         if "linear" not in d:  # a plain {feature: weight} map
             d = {"linear": d}
-        unknown = (set(d["linear"]) | set(d.get("hidden", {}))) - set(FEATURES)
+        names = {p for k in d["linear"] for p in k.split("*")} | set(d.get("hidden", {}))
+        unknown = names - set(FEATURES)
         if unknown:
             raise ValueError(f"ranker weights name unknown features: {', '.join(sorted(unknown))}")
         out = [float(v) for v in d.get("out", [])]

@@ -137,8 +137,7 @@ def fit_conditional_logit(t: Table, features: list[str], hidden: int = 0, l2: fl
     torch.manual_seed(seed)
     torch.set_num_threads(1)  # small matrices: one thread is as fast, and never waits on a busy core
     t = t.subset(t.reachable)
-    cols = [COL[f] for f in features]
-    raw = t.X[:, cols].astype(np.float64)
+    raw = np.stack([_column(t.X, f) for f in features], axis=1).astype(np.float64)
     mu, sd = raw.mean(0), raw.std(0)
     sd[sd < 1e-6] = 1.0
     X = torch.tensor((raw - mu) / sd, dtype=torch.float64)
@@ -146,7 +145,7 @@ def fit_conditional_logit(t: Table, features: list[str], hidden: int = 0, l2: fl
     n = int(site.max()) + 1
     label_rows = torch.tensor(np.flatnonzero(t.label), dtype=torch.long)
     label_sites = site[label_rows]
-    d = len(cols)
+    d = len(features)
     w = torch.zeros(d, dtype=torch.float64, requires_grad=True)
     U = (0.3 * torch.randn(d, hidden, dtype=torch.float64)).requires_grad_()
     c = torch.zeros(hidden, dtype=torch.float64, requires_grad=True)
@@ -176,6 +175,18 @@ def fit_conditional_logit(t: Table, features: list[str], hidden: int = 0, l2: fl
     cn = c.detach().numpy() - (mu / sd) @ U.detach().numpy()
     return Scorer(linear, {f: [round(float(x), 6) for x in Un[i]] for i, f in enumerate(features)},
                   [round(float(x), 6) for x in cn], [round(float(x), 6) for x in v.detach().numpy()])
+
+
+PRODUCTS = ("lm_gain*pinyin", "lm_gain*shape", "lm_gain*rtd", "lm_gain*word", "lm_gain*error_rate", "gen_lp*rtd",
+            "pinyin*shape", "rtd*pinyin", "rtd*error_rate")
+
+
+def _column(X: np.ndarray, name: str) -> np.ndarray:
+    """A feature's column, or the product of two for "a*b"."""
+    if "*" in name:
+        a, b = name.split("*")
+        return X[:, COL[a]] * X[:, COL[b]]
+    return X[:, COL[name]]
 
 
 def shortlist_recall(t: Table, weights: dict[str, float], sizes: list[int]) -> dict[int, float]:
@@ -278,7 +289,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="where ranker.json goes (default: the bundle)")
     ap.add_argument("--shortlist", type=int, default=16, help="candidates per character in the training rows")
     ap.add_argument("--try-shortlists", default="8,16", help="shortlist sizes tried on dev (<= --shortlist)")
-    ap.add_argument("--hidden", default="0,16", help="hidden-layer sizes to try (0 = linear); the best on dev is kept")
+    ap.add_argument("--hidden", default="0", help="hidden-layer sizes to try (0 = linear); the best on dev is kept")
+    ap.add_argument("--products", default="none," + ",".join(PRODUCTS),
+                    help="products of two features added to the linear part: 'none' and/or a comma list of a*b; "
+                         "each of the two variants is tried on dev")
     ap.add_argument("--max-fpr", type=float, default=0.08, help="most error-free dev sentences changed")
     ap.add_argument("--limit", type=int, default=0, help="use only this many training pairs (quick runs)")
     ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
@@ -321,17 +335,22 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(rows.X):,} training rows ({time.time() - t0:.0f} s)", flush=True)
     grid = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     best: dict | None = None
-    for h in [int(x) for x in a.hidden.split(",")]:
-        with_lm = fit_conditional_logit(rows, list(FEATURES), hidden=h)
-        no_lm = fit_conditional_logit(rows, [f for f in FEATURES if f != "lm_gain"], hidden=h)
+    parts = [p for p in a.products.split(",") if p]
+    named = [p for p in parts if p != "none"]
+    product_sets = ([[]] if "none" in parts or not named else []) + ([named] if named else [])
+    variants = [(h, ps) for h in [int(x) for x in a.hidden.split(",")] for ps in product_sets if not (h and ps)]
+    for h, ps in variants:
+        with_lm = fit_conditional_logit(rows, list(FEATURES) + ps, hidden=h)
+        no_lm = fit_conditional_logit(rows, [f for f in FEATURES if f != "lm_gain"]
+                                      + [p for p in ps if "lm_gain" not in p], hidden=h)
         fix.ranker = RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {})
         for k in [int(x) for x in a.try_shortlists.split(",")]:
-            trial: dict = {"hidden": h, "shortlist": k, "with_lm": with_lm, "no_lm": no_lm}
+            trial: dict = {"hidden": h, "products": ps, "shortlist": k, "with_lm": with_lm, "no_lm": no_lm}
             for name, use_lm in (("lm", True), ("no_lm", False)):
                 table = sweep(fix, dev, grid, use_lm=use_lm, shortlist=k)
                 trial[f"threshold_{name}"] = choose_threshold(table, a.max_fpr)["threshold"]
                 trial[f"dev_{name}"] = summarise(table)
-                print(f"hidden {h}, shortlist {k}, dev {name}: " + "  ".join(
+                print(f"hidden {h}, products {len(ps)}, shortlist {k}, dev {name}: " + "  ".join(
                     f"{r['threshold']}:{r['f1']:.3f}/{r['fpr']:.3f}" for r in trial[f"dev_{name}"])
                     + f" ({time.time() - t0:.0f} s)", flush=True)
             trial["dev_f1"] = max(r["f1"] for r in trial["dev_lm"] if r["threshold"] == trial["threshold_lm"])
@@ -343,6 +362,7 @@ def main(argv: list[str] | None = None) -> None:
     fix.config = fix.config.with_overrides(shortlist=best["shortlist"])
     report["reliability_dev"] = reliability(fix, dev, a.plot)
     meta = {"fitted": True, "train_pairs": len(train), "shortlist": best["shortlist"], "hidden": best["hidden"],
+            "products": best["products"],
             "threshold_chosen_on": "dev split", "max_fpr": a.max_fpr,
             "candidate_recall_dev": report["candidate_recall_dev"], "seconds": round(time.time() - t0)}
     weights = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"], meta)
