@@ -222,11 +222,11 @@ class Corrector:
     def _decide(self, batch: list[_Chunk], cfg: CorrectorConfig) -> _Scored:
         sites, rows, lm_ids = self._gather_score(batch, cfg)
         n = len(sites)
-        w = self.ranker.vector(lm_ids is not None)
+        scorer = self.ranker.pick(lm_ids is not None)
         threshold = self._threshold(cfg)
         open_sites = np.ones(n, dtype=bool)
         decided: dict[int, tuple[int, float]] = {}
-        first = choice_probs(rows, w, n)
+        first = choice_probs(rows, scorer, n)
         probs = first
         spacing = self.evidence.lm.order if lm_ids is not None else 1
         for _ in range(MAX_ROUNDS):
@@ -250,7 +250,7 @@ class Corrector:
                 break
             which = near[rows.site]
             rows.X[which, COL["lm_gain"]] = self.evidence.lm_gain(sites, rows, lm_ids, which)[which]
-            probs = choice_probs(rows, w, n)
+            probs = choice_probs(rows, scorer, n)
         return _Scored(batch, sites, rows, first, decided)
 
     def _apply(self, scored: _Scored, cfg: CorrectorConfig) -> None:

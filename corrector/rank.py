@@ -20,42 +20,78 @@ MAX_ROUNDS = 4
 
 
 @dataclass(frozen=True)
-class RankerWeights:
-    """Named weights, as stored in the bundle's ``ranker.json``."""
+class Scorer:
+    """score(x) = Σ_f linear[f]·x_f + Σ_j out[j]·tanh(Σ_f hidden[f][j]·x_f + bias[j]), every weight named by
+    its feature. With no hidden units it is the plain conditional logit."""
 
-    weights: dict[str, float]  # over FEATURES, with the LM
-    weights_no_lm: dict[str, float]  # over FEATURES, fitted without the LM (lm_gain ignored)
-    shortlist: dict[str, float]  # over CHEAP: the cheap score that cuts the candidates
+    linear: dict[str, float]
+    hidden: dict[str, list[float]] = field(default_factory=dict)  # feature -> its weight into each hidden unit
+    bias: list[float] = field(default_factory=list)
+    out: list[float] = field(default_factory=list)
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        X = X.astype(np.float64)
+        s = X @ np.array([float(self.linear.get(f, 0.0)) for f in FEATURES])
+        if self.out:
+            U = np.array([self.hidden.get(f, [0.0] * len(self.out)) for f in FEATURES], dtype=np.float64)
+            s = s + np.tanh(X @ U + np.asarray(self.bias, np.float64)) @ np.asarray(self.out, np.float64)
+        return s
+
+    def to_dict(self) -> dict:
+        d: dict = {"linear": self.linear}
+        if self.out:
+            d.update(hidden=self.hidden, bias=self.bias, out=self.out)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Scorer:
+        if "linear" not in d:  # a plain {feature: weight} map
+            d = {"linear": d}
+        unknown = (set(d["linear"]) | set(d.get("hidden", {}))) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"ranker weights name unknown features: {', '.join(sorted(unknown))}")
+        out = [float(v) for v in d.get("out", [])]
+        hidden = {f: [float(v) for v in ws] for f, ws in d.get("hidden", {}).items()}
+        if any(len(ws) != len(out) for ws in hidden.values()) or len(d.get("bias", [])) != len(out):
+            raise ValueError("ranker hidden layer: every feature needs one weight per hidden unit")
+        return cls({f: float(v) for f, v in d["linear"].items()}, hidden, [float(v) for v in d.get("bias", [])], out)
+
+
+@dataclass(frozen=True)
+class RankerWeights:
+    """The decoder's learned part, as stored in the bundle's ``ranker.json``."""
+
+    scorer: Scorer  # over FEATURES, with the LM
+    scorer_no_lm: Scorer  # fitted without the LM (lm_gain unused)
+    shortlist: dict[str, float]  # over CHEAP: the linear score that cuts the candidates
     threshold: float = 0.5  # default decision threshold on the probability (chosen on dev) ...
     threshold_no_lm: float = 0.5  # ... and the one for decoding without the LM
     meta: dict = field(default_factory=dict)
 
-    def vector(self, use_lm: bool) -> np.ndarray:
-        w = self.weights if use_lm else self.weights_no_lm
-        return np.array([float(w.get(name, 0.0)) for name in FEATURES], dtype=np.float32)
+    def pick(self, use_lm: bool) -> Scorer:
+        return self.scorer if use_lm else self.scorer_no_lm
 
     def to_dict(self) -> dict:
-        return {"features": list(FEATURES), "cheap_features": list(CHEAP), "weights": self.weights,
-                "weights_no_lm": self.weights_no_lm, "shortlist": self.shortlist, "threshold": self.threshold,
-                "threshold_no_lm": self.threshold_no_lm,
-                "meta": self.meta}
+        return {"features": list(FEATURES), "cheap_features": list(CHEAP), "with_lm": self.scorer.to_dict(),
+                "no_lm": self.scorer_no_lm.to_dict(), "shortlist": self.shortlist, "threshold": self.threshold,
+                "threshold_no_lm": self.threshold_no_lm, "meta": self.meta}
 
     @classmethod
     def from_dict(cls, d: dict) -> RankerWeights:
-        for key in ("weights", "weights_no_lm", "shortlist"):
-            unknown = set(d.get(key, {})) - set(FEATURES)
-            if unknown:
-                raise ValueError(f"ranker {key} name unknown features: {', '.join(sorted(unknown))}")
-        return cls(dict(d["weights"]), dict(d.get("weights_no_lm", d["weights"])), dict(d["shortlist"]),
-                   float(d.get("threshold", 0.5)), float(d.get("threshold_no_lm", d.get("threshold", 0.5))),
-                   dict(d.get("meta", {})))
+        unknown = set(d["shortlist"]) - set(CHEAP)
+        if unknown:
+            raise ValueError(f"ranker shortlist names unknown features: {', '.join(sorted(unknown))}")
+        return cls(Scorer.from_dict(d["with_lm"]), Scorer.from_dict(d.get("no_lm", d["with_lm"])),
+                   {k: float(v) for k, v in d["shortlist"].items()}, float(d.get("threshold", 0.5)),
+                   float(d.get("threshold_no_lm", d.get("threshold", 0.5))), dict(d.get("meta", {})))
 
 
 # Used when a bundle carries no fitted ranker (e.g. a user's own exported HF pair): the earlier
 # hand-set ranking (generator log-probability plus a similarity bonus) in this form.
 HEURISTIC = RankerWeights(
-    weights={"keep": 2.0, "gen_lp": 1.0, "pinyin": 2.0, "shape": 2.0, "lm_gain": 1.0, "custom": 5.0, "word": 0.2},
-    weights_no_lm={"keep": 2.0, "gen_lp": 1.0, "pinyin": 2.0, "shape": 2.0, "custom": 5.0, "word": 0.2},
+    scorer=Scorer({"keep": 2.0, "gen_lp": 1.0, "pinyin": 2.0, "shape": 2.0, "lm_gain": 1.0, "custom": 5.0,
+                   "word": 0.2}),
+    scorer_no_lm=Scorer({"keep": 2.0, "gen_lp": 1.0, "pinyin": 2.0, "shape": 2.0, "custom": 5.0, "word": 0.2}),
     shortlist={"gen_lp": 1.0, "pinyin": 3.0, "shape": 2.0, "confusions": 0.5},
     meta={"fitted": False},
 )
@@ -66,11 +102,11 @@ def site_starts(rows: Rows, n_sites: int) -> np.ndarray:
     return np.searchsorted(rows.site, np.arange(n_sites), side="left")
 
 
-def choice_probs(rows: Rows, w: np.ndarray, n_sites: int) -> np.ndarray:
-    """Softmax of ``X @ w`` within each site."""
+def choice_probs(rows: Rows, scorer: Scorer, n_sites: int) -> np.ndarray:
+    """Softmax of the rows' scores within each site."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.float64)
-    s = rows.X.astype(np.float64) @ w.astype(np.float64)
+    s = scorer.score(rows.X)
     starts = site_starts(rows, n_sites)
     m = np.maximum.reduceat(s, starts)
     e = np.exp(s - m[rows.site])

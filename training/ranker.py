@@ -26,7 +26,7 @@ import numpy as np
 
 from corrector import Corrector
 from corrector.features import CHEAP, COL, FEATURES
-from corrector.rank import RankerWeights
+from corrector.rank import RankerWeights, Scorer
 
 from .metrics import csc_metrics
 from .splits import dev_pairs, train_pairs
@@ -121,35 +121,55 @@ def extract(fix: Corrector, pairs: list[tuple[str, str]], shortlist: int, leave_
     return Table.concat(parts)
 
 
-def fit_conditional_logit(t: Table, features: list[str], l2: float = 1e-3, iters: int = 200) -> dict[str, float]:
-    """Maximum-likelihood weights of P(row | site) = softmax over the site's rows of w·x, on the sites
-    whose gold is among their rows."""
+def fit_conditional_logit(t: Table, features: list[str], hidden: int = 0, l2: float = 1e-3, iters: int = 300,
+                          seed: int = 0) -> Scorer:
+    """Maximum-likelihood scorer of P(row | site) = softmax over the site's rows of score(x), on the
+    sites whose gold is among their rows; ``hidden`` tanh units on top of the linear part (0: plain
+    conditional logit). Inputs are standardised for the fit and the scaling folded back into the
+    named weights."""
     import torch
 
-    keep = t.reachable
-    t = t.subset(keep)
+    torch.manual_seed(seed)
+    t = t.subset(t.reachable)
     cols = [COL[f] for f in features]
-    X = torch.tensor(t.X[:, cols], dtype=torch.float64)
+    raw = t.X[:, cols].astype(np.float64)
+    mu, sd = raw.mean(0), raw.std(0)
+    sd[sd < 1e-6] = 1.0
+    X = torch.tensor((raw - mu) / sd, dtype=torch.float64)
     site = torch.tensor(t.site, dtype=torch.long)
     n = int(site.max()) + 1
     label_rows = torch.tensor(np.flatnonzero(t.label), dtype=torch.long)
     label_sites = site[label_rows]
-    w = torch.zeros(len(cols), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([w], lr=1, max_iter=iters, line_search_fn="strong_wolfe")
+    d = len(cols)
+    w = torch.zeros(d, dtype=torch.float64, requires_grad=True)
+    U = (0.3 * torch.randn(d, hidden, dtype=torch.float64)).requires_grad_()
+    c = torch.zeros(hidden, dtype=torch.float64, requires_grad=True)
+    v = (0.1 * torch.randn(hidden, dtype=torch.float64)).requires_grad_()
+    params = [w, U, c, v] if hidden else [w]
+    opt = torch.optim.LBFGS(params, lr=1, max_iter=iters, history_size=20, line_search_fn="strong_wolfe")
 
     def closure():
         opt.zero_grad()
         s = X @ w
+        if hidden:
+            s = s + torch.tanh(X @ U + c) @ v
         m = torch.full((n,), -1e30, dtype=torch.float64).scatter_reduce(0, site, s, "amax")
         z = torch.zeros(n, dtype=torch.float64).index_add(0, site, torch.exp(s - m[site]))
-        lse = m + torch.log(z)
-        nll = (lse[label_sites] - s[label_rows]).mean()
-        loss = nll + l2 * (w * w).sum()
+        nll = (m + torch.log(z))[label_sites].mean() - s[label_rows].mean()
+        loss = nll + l2 * sum((p * p).sum() for p in params)
         loss.backward()
         return loss
 
     opt.step(closure)
-    return {f: round(float(v), 5) for f, v in zip(features, w.detach().numpy())}
+    # x_std = (x - mu) / sd: per-row constants cancel in the softmax, so the linear part needs no bias
+    wn = w.detach().numpy() / sd
+    linear = {f: round(float(x), 6) for f, x in zip(features, wn)}
+    if not hidden:
+        return Scorer(linear)
+    Un = U.detach().numpy() / sd[:, None]
+    cn = c.detach().numpy() - (mu / sd) @ U.detach().numpy()
+    return Scorer(linear, {f: [round(float(x), 6) for x in Un[i]] for i, f in enumerate(features)},
+                  [round(float(x), 6) for x in cn], [round(float(x), 6) for x in v.detach().numpy()])
 
 
 def shortlist_recall(t: Table, weights: dict[str, float], sizes: list[int]) -> dict[int, float]:
@@ -184,7 +204,7 @@ def reliability(fix: Corrector, pairs: list[tuple[str, str]], png: Path | None, 
     """Applied edits on the pairs at threshold 0.05, bucketed by confidence: mean confidence vs share correct."""
     results = fix.correct_batch([s for s, _ in pairs], threshold=0.05)
     conf, right = [], []
-    for (s, t), r in zip(pairs, results):
+    for (_, t), r in zip(pairs, results):
         for e in r.edits:
             conf.append(e.confidence)
             right.append(t[e.position] == e.target)
@@ -215,14 +235,31 @@ def reliability(fix: Corrector, pairs: list[tuple[str, str]], png: Path | None, 
     return table
 
 
+def save_table(t: Table, path: Path) -> None:
+    np.savez(path, X=t.X, site=t.site, label=t.label, erroneous=t.erroneous, reachable=t.reachable)
+
+
+def load_table(path: Path) -> Table:
+    z = np.load(path)
+    return Table(z["X"], z["site"], z["label"], z["erroneous"], z["reachable"])
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    return [{"threshold": r["threshold"], "f1": r["sentence_correction"]["f1"],
+             "p": r["sentence_correction"]["precision"], "r": r["sentence_correction"]["recall"],
+             "fpr": r["false_positive_rate"]} for r in rows]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, required=True, help="bundle with candidates/ and lm/ (ranker.json is written)")
     ap.add_argument("--data", type=Path, required=True, help="the shared data folder (holds csc/)")
     ap.add_argument("--out", type=Path, help="where ranker.json goes (default: the bundle)")
     ap.add_argument("--shortlist", type=int, default=8)
+    ap.add_argument("--hidden", default="0,16", help="hidden-layer sizes to try (0 = linear); the best on dev is kept")
     ap.add_argument("--max-fpr", type=float, default=0.08, help="most error-free dev sentences changed")
     ap.add_argument("--limit", type=int, default=0, help="use only this many training pairs (quick runs)")
+    ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
     a = ap.parse_args(argv)
@@ -232,53 +269,64 @@ def main(argv: list[str] | None = None) -> None:
     if a.limit:
         train = train[: a.limit]
     dev = dev_pairs(a.data)
-    report: dict = {"train_pairs": len(train), "dev_pairs": len(dev)}
+    report: dict = {"train_pairs": len(train), "dev_pairs": len(dev), "shortlist": a.shortlist}
 
-    # 1. shortlist weights, on every candidate of the erroneous sites
-    full = extract_cheap(fix, train)
-    report["candidate_recall_train_all"] = round(float(full.reachable.mean()), 4)
-    short_w = fit_conditional_logit(full, list(CHEAP))
+    def cached(name: str, make) -> Table:
+        path = a.cache / f"{name}.npz" if a.cache else None
+        if path is not None and path.exists():
+            return load_table(path)
+        t = make()
+        if path is not None:
+            a.cache.mkdir(parents=True, exist_ok=True)
+            save_table(t, path)
+        return t
+
+    # 1. shortlist weights, on every candidate of the erroneous characters
+    full = cached("train_cheap", lambda: extract_cheap(fix, train))
+    short_w = fit_conditional_logit(full, list(CHEAP)).linear
     report["shortlist_weights"] = short_w
+    report["candidate_recall_train"] = round(float(full.reachable.mean()), 4)
     report["shortlist_recall_train"] = shortlist_recall(full, short_w, [1, 4, 8, 16, 32])
-    print(f"shortlist weights {short_w}; recall {report['shortlist_recall_train']} ({time.time() - t0:.0f} s)")
+    dev_full = extract_cheap(fix, dev)
+    report["candidate_recall_dev"] = round(float(dev_full.reachable.mean()), 4)
+    report["shortlist_recall_dev"] = shortlist_recall(dev_full, short_w, [1, 4, 8, 16, 32])
+    print(f"shortlist weights {short_w}; candidate recall dev {report['candidate_recall_dev']}, after the "
+          f"shortlist {report['shortlist_recall_dev']} ({time.time() - t0:.0f} s)", flush=True)
     fix.ranker = replace(fix.ranker, shortlist=short_w)
 
-    # 2. the ranker, with and without the LM
-    rows = extract(fix, train, shortlist=a.shortlist)
-    err = rows.erroneous
-    report["candidate_recall_train"] = round(float(rows.reachable[err].mean()), 4)
-    with_lm = fit_conditional_logit(rows, list(FEATURES))
-    no_lm = fit_conditional_logit(rows, [f for f in FEATURES if f != "lm_gain"])
-    report["weights"], report["weights_no_lm"] = with_lm, no_lm
-    print(f"weights {with_lm}\nno-LM {no_lm} ({time.time() - t0:.0f} s)")
-    fix.ranker = RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {})
-
-    # 3. dev: candidate recall, thresholds, calibration
-    dev_rows = extract(fix, dev, shortlist=a.shortlist, leave_one_out=False)
-    report["candidate_recall_dev"] = round(float(dev_rows.reachable[dev_rows.erroneous].mean()), 4)
-    grid = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
-    chosen = {}
-    for name, use_lm in (("lm", True), ("no_lm", False)):
-        rows_ = sweep(fix, dev, grid, use_lm=use_lm)
-        best = choose_threshold(rows_, a.max_fpr)
-        chosen[name] = best["threshold"]
-        report[f"dev_sweep_{name}"] = [{"threshold": r["threshold"], "f1": r["sentence_correction"]["f1"],
-                                        "p": r["sentence_correction"]["precision"],
-                                        "r": r["sentence_correction"]["recall"],
-                                        "fpr": r["false_positive_rate"]} for r in rows_]
-        print(f"dev {name}: " + "  ".join(f"{r['threshold']}:{r['f1']:.3f}/{r['fpr']:.3f}" for r in report[f"dev_sweep_{name}"]))
-    threshold = chosen["lm"] if fix.has_lm else chosen["no_lm"]
-    fix.ranker = RankerWeights(with_lm, no_lm, short_w, threshold, chosen["no_lm"], {})
+    # 2. the ranker, with and without the LM, for each hidden size; 3. thresholds on dev
+    rows = cached(f"train_rows_s{a.shortlist}", lambda: extract(fix, train, shortlist=a.shortlist))
+    print(f"{len(rows.X):,} training rows ({time.time() - t0:.0f} s)", flush=True)
+    grid = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    best: dict | None = None
+    for h in [int(x) for x in a.hidden.split(",")]:
+        with_lm = fit_conditional_logit(rows, list(FEATURES), hidden=h)
+        no_lm = fit_conditional_logit(rows, [f for f in FEATURES if f != "lm_gain"], hidden=h)
+        fix.ranker = RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {})
+        trial: dict = {"hidden": h, "with_lm": with_lm, "no_lm": no_lm}
+        for name, use_lm in (("lm", True), ("no_lm", False)):
+            table = sweep(fix, dev, grid, use_lm=use_lm)
+            trial[f"threshold_{name}"] = choose_threshold(table, a.max_fpr)["threshold"]
+            trial[f"dev_{name}"] = summarise(table)
+            print(f"hidden {h}, dev {name}: " + "  ".join(f"{r['threshold']}:{r['f1']:.3f}/{r['fpr']:.3f}"
+                                                        for r in trial[f"dev_{name}"]) + f" ({time.time() - t0:.0f} s)",
+                  flush=True)
+        trial["dev_f1"] = max(r["f1"] for r in trial["dev_lm"] if r["threshold"] == trial["threshold_lm"])
+        report.setdefault("trials", []).append({k: v for k, v in trial.items() if k not in ("with_lm", "no_lm")})
+        if best is None or trial["dev_f1"] > best["dev_f1"]:
+            best = trial
+    assert best is not None
+    fix.ranker = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"])
     report["reliability_dev"] = reliability(fix, dev, a.plot)
-    meta = {"fitted": True, "train_pairs": len(train), "shortlist": a.shortlist, "threshold_chosen_on": "dev split",
-            "max_fpr": a.max_fpr,
+    meta = {"fitted": True, "train_pairs": len(train), "shortlist": a.shortlist, "hidden": best["hidden"],
+            "threshold_chosen_on": "dev split", "max_fpr": a.max_fpr,
             "candidate_recall_dev": report["candidate_recall_dev"], "seconds": round(time.time() - t0)}
-    weights = RankerWeights(with_lm, no_lm, short_w, threshold, chosen["no_lm"], meta)
+    weights = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"], meta)
     out = a.out or a.model / "ranker.json"
     out.write_text(json.dumps(weights.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
     if a.report:
         a.report.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
-    print(f"threshold {threshold} (no LM {chosen['no_lm']}); candidate recall dev {report['candidate_recall_dev']} "
+    print(f"hidden {best['hidden']}, threshold {best['threshold_lm']} (no LM {best['threshold_no_lm']}) "
           f"→ {out} ({time.time() - t0:.0f} s)")
 
 
