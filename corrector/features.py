@@ -80,6 +80,7 @@ class Evidence:
                                 dtype=np.float32)
         # the generator may propose any frequent CJK character
         self.proposable = np.array([len(t) == 1 and is_cjk(t) and tables.frequency(t) > 0 for t in self.vocab])
+        self.proposable_vid = np.flatnonzero(self.proposable)
         self._words: dict[str, int] | None = None
         if lm is not None:  # vocab id -> LM id
             singles = [t if len(t) == 1 else "\x00" for t in self.vocab]
@@ -102,12 +103,14 @@ class Evidence:
         idx_s = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(lens.sum())
         vid_s = self.cand_vid[idx_s]
         # dynamic: the generator's top-k proposable characters, and the user's pairs
-        k = min(top_k + 8, sites.logprobs.shape[1])
-        top = np.argpartition(-sites.logprobs, k - 1, axis=1)[:, :k] if top_k else np.zeros((n, 0), np.int64)
+        k = min(top_k, len(self.proposable_vid))
+        if k:
+            lp = sites.logprobs[:, self.proposable_vid]
+            top = self.proposable_vid[np.argpartition(-lp, k - 1, axis=1)[:, :k]]
+        else:
+            top = np.zeros((n, 0), np.int64)
         site_d = np.repeat(np.arange(n), top.shape[1])
         vid_d = top.reshape(-1)
-        ok = self.proposable[vid_d]
-        site_d, vid_d = site_d[ok], vid_d[ok]
         cs, cv = [], []
         for i, s in enumerate(sites.src):
             for c in custom.get(s, ()):
@@ -124,7 +127,7 @@ class Evidence:
         key = site * len(self.vocab) + vid
         order = np.lexsort((static < 0, key))
         key, site, vid, static, is_custom = key[order], site[order], vid[order], static[order], is_custom[order]
-        first = np.concatenate(([True], key[1:] != key[:-1]))
+        first = np.concatenate(([True], key[1:] != key[:-1]))[: len(key)]  # no candidates at all: empty
         custom_any = np.logical_or.reduceat(is_custom, np.flatnonzero(first)) if len(key) else is_custom
         site, vid, static, is_custom = site[first], vid[first], static[first], custom_any
         # the cheap score, then the best ``size`` per site (custom pairs always stay)
@@ -139,12 +142,17 @@ class Evidence:
 
     def static_features(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray) -> dict:
         has = static >= 0
-        s = np.where(has, static, 0)
+
+        def at(col: np.ndarray) -> np.ndarray:  # the static table's column; 0 for rows not from it
+            out = np.zeros(len(static), dtype=np.float32)
+            out[has] = col[static[has]]
+            return out
+
         return {
             "gen_lp": sites.logprobs[site, vid],
-            "pinyin": np.where(has, self.table.pinyin[s], 0.0),
-            "shape": np.where(has, self.table.shape[s], 0.0),
-            "confusions": np.where(has, np.log1p(self.table.count[s]), 0.0),
+            "pinyin": at(self.table.pinyin),
+            "shape": at(self.table.shape),
+            "confusions": np.log1p(at(self.table.count)),
             "freq": self.logfreq[vid] - self.logfreq[sites.src_id[site]],
         }
 
