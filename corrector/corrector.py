@@ -8,7 +8,7 @@ import math
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -163,9 +163,12 @@ class Corrector:
             if not isinstance(t, str):
                 raise CorrectorError(f"texts must be strings, got {type(t).__name__}")
         try:
-            return self.config.with_overrides(**settings)
+            cfg = self.config.with_overrides(**settings)
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
+        if settings.get("protect") is not None:  # a call's words add to the configured ones
+            cfg = replace(cfg, protect=(*self.config.protect, *cfg.protect))
+        return cfg
 
     def _threshold(self, cfg: CorrectorConfig) -> float:
         if cfg.threshold is not None:
@@ -258,13 +261,21 @@ class Corrector:
         per_chunk: dict[int, list[Edit]] = defaultdict(list)
         for s, (r, p) in scored.decided.items():
             target = self.vocab[int(rows.vid[r])]
-            per_chunk[int(sites.chunk[s])].append(
-                Edit(int(sites.char[s]), sites.src[s], target, round(p, 4), _reason(rows.X[r])))
+            reason = self._reason(sites.src[s], target, rows.X[r])
+            per_chunk[int(sites.chunk[s])].append(Edit(int(sites.char[s]), sites.src[s], target, round(p, 4), reason))
         for k, edits in per_chunk.items():
             ch = scored.chunks[k]
             if cfg.max_edits and len(edits) > cfg.max_edits:
                 edits = _most_confident_per_sentence(ch.text, edits, cfg.max_edits)
             ch.edits = sorted(edits, key=lambda e: e.position)
+
+    def _reason(self, source: str, target: str, x: np.ndarray) -> Reason:
+        """From the pair's candidate-table similarities; a pair the table does not hold (a generator or a
+        custom candidate, or a bundle without a table) is judged by the bundle's similarity tables."""
+        pin, shp = float(x[COL["pinyin"]]), float(x[COL["shape"]])
+        if pin == 0.0 and shp == 0.0:
+            pin, shp = self.tables.pinyin_sim(source, target), self.tables.shape_sim(source, target)
+        return _reason(pin, shp)
 
     def _explain_sites(self, scored: _Scored, cfg: CorrectorConfig, threshold: float,
                        top_k: int) -> dict[int, CharExplanation]:
@@ -313,9 +324,8 @@ class Corrector:
         return out
 
 
-def _reason(x: np.ndarray) -> Reason:
+def _reason(pin: float, shp: float) -> Reason:
     """Why the replacement is plausible: similar sound, similar shape, or neither."""
-    pin, shp = float(x[COL["pinyin"]]), float(x[COL["shape"]])
     if pin >= 0.5 and pin >= shp:
         return "pinyin"
     return "shape" if shp >= 0.4 else ("pinyin" if pin >= 0.5 else "other")
