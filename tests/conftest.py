@@ -73,7 +73,7 @@ def shared_data() -> Path:
     return SHARED
 
 
-FORCE_EDITS = {"threshold": 0.0, "verify": False, "min_similarity": 0.0, "margin": -100.0}  # every editable char
+FORCE_EDITS = {"threshold": 0.0}  # every editable character with a candidate gets an edit
 
 
 @pytest.fixture(scope="session")
