@@ -137,7 +137,7 @@ class Evidence:
         site, vid, static, is_custom = site[order], vid[order], static[order], is_custom[order]
         group_start = np.searchsorted(site, site, side="left")
         rank = np.arange(len(site)) - group_start
-        keep = rank < size
+        keep = (rank < size) | is_custom  # more custom pairs than ``size`` for one character: all stay
         return site[keep], vid[keep], static[keep], is_custom[keep]
 
     def static_features(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray) -> dict:
