@@ -383,3 +383,105 @@ def test_parse_confusions_formats():
 def test_parse_confusions_errors(text, line):
     with pytest.raises(ValueError, match=f"line {line}"):
         parse_confusions(text)
+
+
+# ---- a hand-made ranker ---------------------------------------------------------------------------
+
+
+def custom_ranker_corrector(tiny_bundle, weight: float = 8.0, **settings) -> Corrector:
+    """The tiny model with a ranker that only looks at the custom-pair feature: at a character with a
+    custom pair that pair has P = e^w / (e^w + rows - 1); every other choice scores 0."""
+    from corrector.rank import HEURISTIC, RankerWeights, Scorer
+
+    fix = Corrector.load(tiny_bundle, device="cpu", **settings)
+    fix.ranker = RankerWeights(Scorer({"custom": weight}), Scorer({"custom": weight}), HEURISTIC.shortlist,
+                               threshold=0.5, threshold_no_lm=0.5)
+    return fix
+
+
+CUSTOM_TEXTS = ["今天天汽很好", "未来，汽", "我们去公园散步吧", "", "汽" * 3]
+CUSTOM_PAIRS = [("汽", "气"), ("未", "末")]
+
+
+def test_hand_made_ranker_applies_the_custom_pair_with_its_probability(tiny_bundle):
+    fix = custom_ranker_corrector(tiny_bundle, confusions=CUSTOM_PAIRS)
+    for text in CUSTOM_TEXTS:
+        ex = fix.explain(text, top_k=100)
+        want = []
+        for c in ex.chars:
+            if not c.editable:
+                continue
+            rows = 1 + len(c.candidates)
+            assert rows >= 4  # the keep row, the generator's top 5 less perhaps the character itself
+            if c.char in "汽未":
+                p = math.exp(8.0) / (math.exp(8.0) + rows - 1)
+                assert c.candidates[0].score == pytest.approx(p, abs=1e-4)
+                assert c.keep_prob == pytest.approx(1 / (math.exp(8.0) + rows - 1), abs=1e-4)
+                want.append(Edit(c.position, c.char, dict(CUSTOM_PAIRS)[c.char], round(p, 4),
+                                 "pinyin" if c.char == "汽" else "shape"))
+            else:  # every choice scores 0: 1 / rows each, below 0.5
+                assert [k.score for k in c.candidates] == pytest.approx([1 / rows] * (rows - 1), abs=1e-4)
+                assert "not above the threshold 0.5" in c.decision
+        assert ex.correction.edits == want
+        assert fix.correct(text) == ex.correction
+    assert any(fix.correct(t).edits for t in CUSTOM_TEXTS)
+
+
+def test_hand_made_ranker_threshold_above_the_probability(tiny_bundle):
+    fix = custom_ranker_corrector(tiny_bundle, weight=2.0, confusions=CUSTOM_PAIRS)
+    text = "今天天汽很好"
+    best = fix.explain(text).chars[3].candidates[0]
+    assert best.char == "气" and 0.5 < best.score < 0.7  # e^2 / (e^2 + 5 or 6)
+    assert [e.position for e in fix.correct(text).edits] == [3]
+    assert fix.correct(text, threshold=best.score - 1e-3).edits[0].confidence == pytest.approx(best.score, abs=1e-4)
+    assert fix.correct(text, threshold=best.score + 1e-3).edits == []
+    assert "not above the threshold" in fix.explain(text, threshold=0.9).chars[3].decision
+
+
+def test_hand_made_ranker_batch_equals_one_by_one(tiny_bundle):
+    fix = custom_ranker_corrector(tiny_bundle, confusions=CUSTOM_PAIRS)
+    texts = CUSTOM_TEXTS + [SAMPLE * 3, "，".join(CUSTOM_TEXTS * 5)]
+    assert fix.correct_batch(texts) == [fix.correct(t) for t in texts]
+    small = custom_ranker_corrector(tiny_bundle, confusions=CUSTOM_PAIRS, batch_size=1)
+    assert small.correct_batch(texts) == fix.correct_batch(texts)
+
+
+# ---- with a character LM ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lm_corrector(tiny_bundle, tiny_lm) -> Corrector:
+    return Corrector.load(tiny_bundle, device="cpu", lm=tiny_lm, threshold=0.0)
+
+
+def test_lm_gain_reaches_the_decoder(lm_corrector, forced_corrector):
+    from corrector.char_lm import CharLM
+
+    assert lm_corrector.has_lm
+    lm = CharLM.load(lm_corrector.evidence.lm.path)
+    text = "我们去公园散步吧"
+    ex = lm_corrector.explain(text, top_k=100, max_edits=1)  # one edit: the rest are scored on this text
+    (edit,) = ex.correction.edits
+    far = [c for c in ex.chars if abs(c.position - edit.position) >= lm.order and c.editable]
+    assert far
+    for c in far:  # not re-scored: the gain against the text as it is
+        for k in c.candidates:
+            changed = text[: c.position] + k.char + text[c.position + 1:]
+            assert k.features["lm_gain"] == pytest.approx(lm.sentence_logprob(changed) - lm.sentence_logprob(text),
+                                                          abs=2e-3)
+    assert any(k.features["lm_gain"] != 0 for c in ex.chars for k in c.candidates)
+    # without the LM: no gain anywhere, and the no-LM decoder's results
+    off = lm_corrector.explain(text, top_k=100, use_lm=False)
+    assert all(k.features["lm_gain"] == 0 for c in off.chars for k in c.candidates)
+    assert lm_corrector.correct_batch(SENTENCES, use_lm=False) == forced_corrector.correct_batch(SENTENCES)
+
+
+def test_lm_decoder_keeps_the_contract_and_batch_independence(tiny_bundle, tiny_lm, lm_corrector):
+    texts = SENTENCES + [SAMPLE * 3, SAMPLE[:7], "今天天汽很好。今天天汽很好"]
+    batch = lm_corrector.correct_batch(texts)
+    for c in batch:
+        check(c)
+    assert batch == [lm_corrector.correct(t) for t in texts]
+    one_at_a_time = Corrector.load(tiny_bundle, device="cpu", lm=tiny_lm, threshold=0.0, batch_size=1)
+    assert one_at_a_time.correct_batch(texts) == batch
+    assert any(c.edits for c in batch)
