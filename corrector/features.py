@@ -238,12 +238,12 @@ class Evidence:
         width = max(len(lm_ids[c]) for c in chunks) + 2 * n + 1
         M = np.full((len(chunks), width), PAD, dtype=np.int32)
         length = np.zeros(len(chunks), dtype=np.int64)
-        for c, k in slot.items():
+        for c, j in slot.items():
             ids = lm_ids[c]
-            M[k, n - 1] = BOS
-            M[k, n : n + len(ids)] = ids
-            M[k, n + len(ids)] = EOS
-            length[k] = len(ids)
+            M[j, n - 1] = BOS
+            M[j, n : n + len(ids)] = ids
+            M[j, n + len(ids)] = EOS
+            length[j] = len(ids)
         s = rows.site[sel]
         k = np.array([slot[int(c)] for c in sites.chunk[s]], dtype=np.int64)
         q = n + sites.char[s]  # the choice's coordinate in M
