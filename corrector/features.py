@@ -78,8 +78,11 @@ class Evidence:
         self.cand_vid = np.array([self.char_id.get(c, -1) for c in candidates.candidates], dtype=np.int64)
         self.logfreq = np.array([math.log1p(tables.frequency(t)) if len(t) == 1 else 0.0 for t in self.vocab],
                                 dtype=np.float32)
-        # the generator may propose any frequent CJK character
-        self.proposable = np.array([len(t) == 1 and is_cjk(t) and tables.frequency(t) > 0 for t in self.vocab])
+        # the generator may propose any frequent CJK character (any CJK character when the bundle has no
+        # character frequencies, e.g. one exported from a Hugging Face pair)
+        freq = np.array([tables.frequency(t) if len(t) == 1 else 0 for t in self.vocab])
+        cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
+        self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
         self.proposable_vid = np.flatnonzero(self.proposable)
         self._words: dict[str, int] | None = None
         if lm is not None:  # vocab id -> LM id

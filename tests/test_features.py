@@ -227,3 +227,13 @@ def test_lm_gain_is_rescored_for_chosen_rows_on_the_current_text(lm):
     for r in np.flatnonzero(which)[1:]:  # the candidates of 天
         changed = new[:1] + VOCAB[rows.vid[r]] + new[2:]
         assert gain[r] == pytest.approx(lm.sentence_logprob(changed) - lm.sentence_logprob(new), abs=1e-3)
+
+
+def test_without_frequencies_every_chinese_character_may_be_proposed():
+    """A bundle exported from a Hugging Face pair has no character frequencies: the generator's top-k then
+    comes from every single Chinese character of the vocabulary."""
+    ev = Evidence(VOCAB, CandidateTable.empty(), SimilarityTables({}, {}, {}))
+    assert [VOCAB[v] for v in ev.proposable_vid] == list("今天气汽器七张三北京市很好田")
+    sites = sites_of("汽", {"田": -0.1, "x": -0.05, "张": -0.2})
+    assert sorted(pairs(ev, sites, ev.shortlist(sites, {}, size=8, top_k=2, custom={}))) == [("汽", "张"), ("汽", "田")]
+    assert [VOCAB[v] for v in evidence().proposable_vid] == list("今天气汽器七张三北京市很好")  # 田: frequency 0
