@@ -61,7 +61,7 @@ def decoding_args(ap: argparse.ArgumentParser) -> None:
                                  "(needs the kenlm module)")
     ap.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
                     help="any corrector setting (see corrector/config.py), VALUE parsed as JSON when it can be, "
-                         "e.g. --set verify=false --set top_k=10; repeatable, applied after the flags above")
+                         "e.g. --set use_lm=false --set top_k=10; repeatable, applied after the flags above")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--precision", choices=PRECISIONS, default="auto",
                     help="CPU graphs: auto (the bundle's recommendation), fp32 or int8-quantised")

@@ -8,7 +8,7 @@ import math
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,10 @@ class _Scored:
     chunks: list[_Chunk]
     sites: Sites
     rows: Rows
-    probs: np.ndarray  # first-round probability of every row
+    probs: np.ndarray  # every row's probability when the decoding stopped (its features are those of then)
+    first: np.ndarray  # ... and in the first round, before any edit next to it
     decided: dict[int, tuple[int, float]]  # site -> (row, probability) of the edits applied
+    capped: set[int] = field(default_factory=set)  # sites above the threshold kept by max_edits
 
 
 class Corrector:
@@ -166,9 +168,12 @@ class Corrector:
             if not isinstance(t, str):
                 raise CorrectorError(f"texts must be strings, got {type(t).__name__}")
         try:
-            return self.config.with_overrides(**settings)
+            cfg = self.config.with_overrides(**settings)
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
+        if settings.get("protect") is not None:  # a call's words add to the configured ones
+            cfg = replace(cfg, protect=(*self.config.protect, *cfg.protect))
+        return cfg
 
     def _threshold(self, cfg: CorrectorConfig) -> float:
         if cfg.threshold is not None:
@@ -236,10 +241,26 @@ class Corrector:
         first = choice_probs(rows, scorer, n)
         probs = first
         spacing = self.evidence.lm.order if lm_ids is not None else 1
+        sentence = _sentence_of(batch, sites) if cfg.max_edits else None
+        per_sentence: dict[tuple[int, int], int] = defaultdict(int)
+        capped: set[int] = set()
         for _ in range(MAX_ROUNDS):
             best_row, best_p = best_candidates(rows, probs, n, open_sites)
             picked = pick_round(sites.chunk, sites.char, best_row, best_p, threshold, spacing)
+            if sentence is not None:  # max_edits: the most confident first; the others stay as written,
+                keep = []  # and the text the LM re-scores never has them
+                for s in picked:
+                    key = (int(sites.chunk[s]), int(sentence[s]))
+                    if per_sentence[key] < cfg.max_edits:
+                        per_sentence[key] += 1
+                        keep.append(s)
+                    else:
+                        capped.add(s)
+                        open_sites[s] = False
+                picked = keep
             if not picked:
+                if capped and open_sites.any() and best_p[open_sites].max() > threshold:
+                    continue  # only capped sites this round; others may still be picked
                 break
             for s in picked:
                 decided[s] = (int(best_row[s]), float(best_p[s]))
@@ -258,20 +279,28 @@ class Corrector:
             which = near[rows.site]
             rows.X[which, COL["lm_gain"]] = self.evidence.lm_gain(sites, rows, lm_ids, which)[which]
             probs = choice_probs(rows, scorer, n)
-        return _Scored(batch, sites, rows, first, decided)
+        return _Scored(batch, sites, rows, probs, first, decided, capped)
 
     def _apply(self, scored: _Scored, cfg: CorrectorConfig) -> None:
         sites, rows = scored.sites, scored.rows
         per_chunk: dict[int, list[Edit]] = defaultdict(list)
         for s, (r, p) in scored.decided.items():
             target = self.vocab[int(rows.vid[r])]
-            per_chunk[int(sites.chunk[s])].append(
-                Edit(int(sites.char[s]), sites.src[s], target, round(p, 4), _reason(rows.X[r])))
+            reason = self._reason(sites.src[s], target, rows.X[r])
+            per_chunk[int(sites.chunk[s])].append(Edit(int(sites.char[s]), sites.src[s], target, round(p, 4), reason))
         for k, edits in per_chunk.items():
             ch = scored.chunks[k]
             if cfg.max_edits and len(edits) > cfg.max_edits:
                 edits = _most_confident_per_sentence(ch.text, edits, cfg.max_edits)
             ch.edits = sorted(edits, key=lambda e: e.position)
+
+    def _reason(self, source: str, target: str, x: np.ndarray) -> Reason:
+        """From the pair's candidate-table similarities; a pair the table does not hold (a generator or a
+        custom candidate, or a bundle without a table) is judged by the bundle's similarity tables."""
+        pin, shp = float(x[COL["pinyin"]]), float(x[COL["shape"]])
+        if pin == 0.0 and shp == 0.0:
+            pin, shp = self.tables.pinyin_sim(source, target), self.tables.shape_sim(source, target)
+        return _reason(pin, shp)
 
     def _explain_sites(self, scored: _Scored, cfg: CorrectorConfig, threshold: float,
                        top_k: int) -> dict[int, CharExplanation]:
@@ -291,14 +320,16 @@ class Corrector:
             applied = any(e.position == int(sites.char[s]) for e in ch.edits)
             if applied:
                 why = f"applied: {self.vocab[int(rows.vid[scored.decided[s][0]])]}"
-            elif s in scored.decided:
+            elif s in scored.decided or s in scored.capped:
                 why = "kept: max_edits reached (more confident edits in this sentence)"
             elif not cands:
                 why = "no candidates"
             elif cands[0].score <= threshold:
                 why = f"kept: best candidate {cands[0].char} at {cands[0].score:.3f} is not above the threshold {threshold:g}"
+                if float(scored.first[lo + 1 : hi].max()) > threshold:
+                    why += " (re-scored after an edit next to it)"
             else:
-                why = "kept: an edit next to it was applied first, and the re-scored text no longer needs it"
+                why = f"kept: above the threshold, but the {MAX_ROUNDS} rounds of edits ran out"
             pos = ch.start + int(sites.char[s])
             out[pos] = CharExplanation(pos, sites.src[s], True, round(float(sites.rtd[s]), 4), cands, why,
                                        round(keep_p, 4))
@@ -332,9 +363,8 @@ def _load_lm(path: Path) -> Any:
     return CharLM.load(path)
 
 
-def _reason(x: np.ndarray) -> Reason:
+def _reason(pin: float, shp: float) -> Reason:
     """Why the replacement is plausible: similar sound, similar shape, or neither."""
-    pin, shp = float(x[COL["pinyin"]]), float(x[COL["shape"]])
     if pin >= 0.5 and pin >= shp:
         return "pinyin"
     return "shape" if shp >= 0.4 else ("pinyin" if pin >= 0.5 else "other")
@@ -366,6 +396,13 @@ def _pad(seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         ids[r, : len(s)] = s
         attn[r, : len(s)] = 1
     return ids, attn
+
+
+def _sentence_of(batch: list[_Chunk], sites: Sites) -> np.ndarray:
+    """Index of each site's sentence within its chunk."""
+    ends = [list(accumulate(len(s) for s in split_sentences(ch.text))) for ch in batch]
+    return np.array([bisect_right(ends[c], i) for c, i in zip(sites.chunk.tolist(), sites.char.tolist())],
+                    dtype=np.int64)
 
 
 def _most_confident_per_sentence(text: str, edits: list[Edit], limit: int) -> list[Edit]:

@@ -83,8 +83,11 @@ class Evidence:
         self.cand_vid = np.array([self.char_id.get(c, -1) for c in candidates.candidates], dtype=np.int64)
         self.logfreq = np.array([math.log1p(tables.frequency(t)) if len(t) == 1 else 0.0 for t in self.vocab],
                                 dtype=np.float32)
-        # the generator may propose any frequent CJK character
-        self.proposable = np.array([len(t) == 1 and is_cjk(t) and tables.frequency(t) > 0 for t in self.vocab])
+        # the generator may propose any frequent CJK character (any CJK character when the bundle has no
+        # character frequencies, e.g. one exported from a Hugging Face pair)
+        freq = np.array([tables.frequency(t) if len(t) == 1 else 0 for t in self.vocab])
+        cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
+        self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
         ids = np.flatnonzero(self.proposable)
         self.proposable_span = (int(ids.min()), int(ids.max()) + 1) if len(ids) else (0, 0)
         self._words: dict[str, int] | None = None
@@ -144,15 +147,16 @@ class Evidence:
         key = site * len(self.vocab) + vid
         order = np.argsort(key, kind="stable")
         key, site, vid, static, is_custom = key[order], site[order], vid[order], static[order], is_custom[order]
-        first = np.concatenate(([True], key[1:] != key[:-1]))
+        first = np.concatenate(([True], key[1:] != key[:-1]))[: len(key)]  # no candidates at all: empty
         custom_any = np.logical_or.reduceat(is_custom, np.flatnonzero(first)) if len(key) else is_custom
         site, vid, static, is_custom = site[first], vid[first], static[first], custom_any
         # the best ``size`` per site by the cheap score (custom pairs always stay)
         score = self._cheap_score(sites, site, vid, static, weights) + 1e6 * is_custom
         order = np.lexsort((vid, -score, site))
         site, vid, static, is_custom = site[order], vid[order], static[order], is_custom[order]
-        rank = np.arange(len(site)) - np.searchsorted(site, site, side="left")
-        keep = rank < size
+        group_start = np.searchsorted(site, site, side="left")
+        rank = np.arange(len(site)) - group_start
+        keep = (rank < size) | is_custom  # more custom pairs than ``size`` for one character: all stay
         return site[keep], vid[keep], static[keep], is_custom[keep]
 
     def _cheap_score(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray,
@@ -190,14 +194,19 @@ class Evidence:
 
     def static_features(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray) -> dict:
         has = static >= 0
-        s = np.where(has, static, 0)
-        count = np.where(has, self.table.count[s], 0.0)
+
+        def at(col: np.ndarray) -> np.ndarray:  # the static table's column; 0 for rows not from it
+            out = np.zeros(len(static), dtype=np.float32)
+            out[has] = col[static[has]]
+            return out
+
+        count = at(self.table.count)
         written = np.array([self.table.written_count(c) for c in sites.src], dtype=np.float32)[site] if len(site) \
             else np.zeros(0, np.float32)
         return {
             "gen_lp": sites.logprobs[site, vid],
-            "pinyin": np.where(has, self.table.pinyin[s], 0.0),
-            "shape": np.where(has, self.table.shape[s], 0.0),
+            "pinyin": at(self.table.pinyin),
+            "shape": at(self.table.shape),
             "confusions": np.log1p(count),
             "error_rate": np.log((count + RATE_A) / (written + RATE_B)),
             "freq": self.logfreq[vid] - self.logfreq[sites.src_id[site]],
@@ -303,12 +312,12 @@ class Evidence:
         width = max(len(lm_ids[c]) for c in chunks) + 2 * n + 1
         M = np.full((len(chunks), width), PAD, dtype=np.int32)
         length = np.zeros(len(chunks), dtype=np.int64)
-        for c, k in slot.items():
+        for c, j in slot.items():
             ids = lm_ids[c]
-            M[k, n - 1] = BOS
-            M[k, n : n + len(ids)] = ids
-            M[k, n + len(ids)] = EOS
-            length[k] = len(ids)
+            M[j, n - 1] = BOS
+            M[j, n : n + len(ids)] = ids
+            M[j, n + len(ids)] = EOS
+            length[j] = len(ids)
         s = rows.site[sel]
         k = np.array([slot[int(c)] for c in sites.chunk[s]], dtype=np.int64)
         q = n + sites.char[s]  # the choice's coordinate in M

@@ -142,8 +142,10 @@ def pick_round(chunk: np.ndarray, char: np.ndarray, best_row: np.ndarray, best_p
     picked: list[int] = []
     taken: dict[int, list[int]] = {}
     for s in np.argsort(-best_p, kind="stable"):
-        if best_p[s] <= threshold or best_row[s] < 0:
+        if best_p[s] <= threshold:
             break
+        if best_row[s] < 0:  # no candidate
+            continue
         c, i = int(chunk[s]), int(char[s])
         if any(abs(i - j) < spacing for j in taken.get(c, ())):
             continue

@@ -43,7 +43,7 @@ async def correct(body: CorrectRequest, corrector: CorrectorDep, runner: RunnerD
                   metrics: MetricsDep) -> Response:
     """Correct one text (``text``) or several (``texts``). Every target has its source's length.
 
-    Any decoding setting (``threshold``, ``max_edits``, ``protect``, ``verify``, ...) may be given
+    Any decoding setting (``threshold``, ``max_edits``, ``protect``, ``use_lm``, ...) may be given
     alongside; it applies to every text of the request."""
     texts = body.items()
     check_limits(texts, settings)

@@ -13,7 +13,6 @@ Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Char = Annotated[str, StringConstraints(min_length=1, max_length=1)]
 Pair = Annotated[list[Char], Field(min_length=2, max_length=2)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
-Weight = Annotated[float, Field(ge=-1000.0, le=1000.0)]
 
 
 def _frozen(value: Any) -> Any:
@@ -44,21 +43,15 @@ class DecodingSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    threshold: Unit | None = Field(default=None, description="detection threshold (default: the model's)")
-    top_k: int | None = Field(default=None, ge=1, le=1000, description="generator candidates per suspect")
-    mask_suspects: bool | None = Field(default=None, description="feed suspects to the generator as [MASK]")
-    mask_threshold: Unit | None = Field(default=None, description="with mask_suspects: only above this RTD probability")
-    min_similarity: Unit | None = Field(default=None, description="least pinyin similarity of a candidate ...")
-    min_shape_similarity: Unit | None = Field(default=None, description="... or least glyph-shape similarity")
-    sim_weight: Weight | None = Field(default=None, description="log-space bonus per unit of similarity")
-    freq_weight: Weight | None = Field(default=None, description="log-space bonus per unit of log frequency")
-    margin: Weight | None = Field(default=None, description="how much a candidate must beat the original by")
-    confusion_bonus: Weight | None = Field(default=None, description="log-space bonus for custom confusion pairs")
-    verify: bool | None = Field(default=None, description="re-score the corrected text; drop unconfirmed edits")
-    verify_threshold: Unit | None = Field(default=None, description="an edit still scoring above this is dropped")
+    threshold: Unit | None = Field(default=None,
+                                   description="apply an edit when its probability is above this (default: the model's)")
+    use_lm: bool | None = Field(default=None, description="score candidates with the bundle's character LM")
+    shortlist: int | None = Field(default=None, ge=1, le=1000, description="candidates per character fully scored")
+    top_k: int | None = Field(default=None, ge=0, le=1000, description="the generator's best characters as candidates")
     max_edits: int | None = Field(default=None, ge=0, le=1_000_000, strict=False,  # 3.0 is a JSON Schema integer
                                   description="most edits per sentence; 0 = no limit")
-    protect_dictionary_words: bool | None = Field(default=None, description="never edit inside a jieba word")
+    protect_dictionary_words: bool | None = Field(default=None,
+                                                  description="never edit inside a multi-character jieba word")
     protect: list[Word] | None = Field(default=None, max_length=1000, description="words never edited inside")
     confusions: list[Pair] | None = Field(default=None, max_length=1000,
                                           description='[A, B] pairs: B is always a candidate for A, e.g. [["己", "已"]]')

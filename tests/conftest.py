@@ -73,7 +73,7 @@ def shared_data() -> Path:
     return SHARED
 
 
-FORCE_EDITS = {"threshold": 0.0, "verify": False, "min_similarity": 0.0, "margin": -100.0}  # every editable char
+FORCE_EDITS = {"threshold": 0.0}  # every editable character with a candidate gets an edit
 
 
 @pytest.fixture(scope="session")
@@ -82,3 +82,29 @@ def forced_corrector(tiny_bundle):
     from corrector import Corrector
 
     return Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS)
+
+
+LM_SENTENCES = ["今天天气很好", "我们去公园散步吧", "他已经知道自己错了", "这件事情没有那么简单", "中国人民银行在北京",
+                "张三和李四在上海", "未来的事情很难说", "候车的人很多", "拨打电话", "今天我们去北京", "天气好我们散步"]
+
+
+def build_tiny_lm(out: Path, order: int = 3) -> Path:
+    """A Kneser-Ney character LM counted from a few hundred lines of the sentences above (under a second)."""
+    import gzip
+    import random
+
+    from training import char_lm
+
+    rng = random.Random(0)
+    lines = ["，".join(rng.sample(LM_SENTENCES, rng.randint(1, 3))) for _ in range(300)]
+    corpus = out.parent / f"{out.name}-corpus"
+    corpus.mkdir(parents=True, exist_ok=True)
+    with gzip.open(corpus / "a.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    char_lm.build(corpus, [char_lm.Variant(out, order, "kn", [0] * order, 0)], vocab_size=200, holdout_every=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory) -> Path:
+    return build_tiny_lm(tmp_path_factory.mktemp("lm") / "lm")

@@ -340,7 +340,7 @@ def test_set_option_in_the_cli_and_batch(model, forced_bundle, tmp_path):
     env = {**os.environ}
     plain = subprocess.run([*cli, "今天天汽很好", *model], capture_output=True, cwd=REPO, env=env, timeout=120)
     assert plain.stdout.decode() != "今天天汽很好\n"
-    same = subprocess.run([*cli, "今天天汽很好", *model, "--set", "threshold=1.0", "--set", "verify=false"],
+    same = subprocess.run([*cli, "今天天汽很好", *model, "--set", "threshold=1.0", "--set", "use_lm=false"],
                           capture_output=True, cwd=REPO, env=env, timeout=120)
     assert same.returncode == 0 and same.stdout.decode() == "今天天汽很好\n"
 

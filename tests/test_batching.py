@@ -219,13 +219,13 @@ def test_every_setting_reaches_the_corrector(forced_corrector, tiny_bundle):
     from corrector import Corrector
 
     texts = ["今天天汽很好，我们去公园散步吧", "他已经知道自己错了"]
-    settings = {"verify": True, "top_k": 3, "max_edits": 1, "protect": ("公园",)}
+    settings = {"use_lm": False, "top_k": 3, "shortlist": 2, "max_edits": 1, "protect": ("公园",)}
     got = correct_with_settings(forced_corrector, texts, settings)
     want = Corrector.load(tiny_bundle, device="cpu", **{**FORCE_EDITS, **settings}).correct_batch(texts)
     assert [c.to_dict() for c in got] == [c.to_dict() for c in want]
     assert [c.to_dict() for c in got] != [c.to_dict() for c in forced_corrector.correct_batch(texts)]
     with pytest.raises(CorrectorError, match="top_k"):
-        correct_with_settings(forced_corrector, texts, {"top_k": 0})
+        correct_with_settings(forced_corrector, texts, {"top_k": -1})
 
 
 def test_long_texts_are_cut_without_changing_any_decision(forced_corrector):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -80,6 +81,58 @@ def test_settings_override_bundle_defaults(bundle_copy):
     fix = Corrector.load(bundle_copy, device="cpu", threshold=0.2)
     assert fix.config.threshold == 0.2
     assert fix.config.top_k == 7
+
+
+def test_old_manifest_with_retired_settings_loads(bundle_copy, forced_corrector):
+    """Settings of the hand-set decoder that the ranker replaced are ignored in a bundle's manifest."""
+    m = manifest_of(bundle_copy)
+    m["corrector_defaults"] = {"threshold": 0.0, "verify": True, "verify_threshold": 0.9, "mask_suspects": True,
+                               "mask_threshold": 0.3, "min_similarity": 0.5, "min_shape_similarity": 0.5,
+                               "sim_weight": 2.0, "freq_weight": 0.1, "margin": 1.0, "confusion_bonus": 3.0}
+    write_manifest(bundle_copy, m)
+    fix = Corrector.load(bundle_copy, device="cpu")
+    assert fix.config == forced_corrector.config
+    texts = ["今天天汽很好", "我们去公园散步吧"]
+    assert [c.target for c in fix.correct_batch(texts)] == [c.target for c in forced_corrector.correct_batch(texts)]
+
+
+def test_ranker_json_gives_weights_and_threshold(bundle_copy):
+    from corrector.rank import HEURISTIC, RankerWeights, Scorer
+
+    assert Corrector.load(bundle_copy, device="cpu").ranker == HEURISTIC  # no ranker.json: the hand-set one
+    ranker = RankerWeights(Scorer({"custom": 10.0}), Scorer({"custom": 9.0}), {"gen_lp": 1.0},
+                           threshold=0.9999, threshold_no_lm=0.9, meta={"fitted": True})
+    (bundle_copy / "ranker.json").write_text(json.dumps(ranker.to_dict()), encoding="utf-8")
+    fix = Corrector.load(bundle_copy, device="cpu", confusions=[("汽", "气")])
+    assert fix.ranker == ranker
+    # no LM in this bundle: the no-LM scorer and threshold. 汽's rows: keep, top_k=5 generator
+    # candidates (4 when 汽 is among them) and 气, all scored 0 but 气 (9): P(气) = e^9 / (e^9 + rows - 1)
+    ex = fix.explain("今天天汽很好", top_k=100)
+    rows = 1 + len(ex.chars[3].candidates)
+    p = math.exp(9.0) / (math.exp(9.0) + rows - 1)
+    assert 0.9 < p < 0.9999  # applied only under the no-LM threshold
+    assert [(e.position, e.target, e.confidence) for e in ex.correction.edits] == [(3, "气", round(p, 4))]
+    assert fix.correct("今天天汽很好", threshold=0.9999).edits == []  # a call's threshold wins
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{", ["ranker.json"]), ('{"with_lm": {"nope": 1}, "shortlist": {}}', ["ranker.json", "nope"]),
+    ('{"with_lm": {"keep": 1}, "shortlist": {"rtd": 1}}', ["ranker.json", "rtd"]),
+    ('{"with_lm": {"linear": {}, "hidden": {"keep": [1, 2]}, "bias": [0], "out": [1]}, "shortlist": {}}',
+     ["ranker.json", "hidden"]),
+    ('{"shortlist": {}}', ["ranker.json", "with_lm"]),
+])
+def test_bad_ranker_json(bundle_copy, content, words):
+    (bundle_copy / "ranker.json").write_text(content, encoding="utf-8")
+    msg = load_error(bundle_copy)
+    assert all(w in msg for w in words), msg
+
+
+def test_bad_candidate_table(bundle_copy):
+    (bundle_copy / "candidates").mkdir()
+    assert "candidates.npz" in load_error(bundle_copy)
+    (bundle_copy / "candidates" / "candidates.npz").write_bytes(b"not a zip")
+    assert "candidates.npz" in load_error(bundle_copy)
 
 
 # ---- broken bundles -----------------------------------------------------------------------------
@@ -183,8 +236,9 @@ def test_unknown_default_in_manifest(bundle_copy):
 
 
 @pytest.mark.parametrize(("settings", "word"), [
-    ({"threshold": 2.0}, "threshold"), ({"top_k": 0}, "top_k"), ({"max_edits": -1}, "max_edits"),
-    ({"mask_threshold": 1.5}, "mask_threshold"), ({"verify_threshold": -0.1}, "verify_threshold"),
+    ({"threshold": 2.0}, "threshold"), ({"top_k": -1}, "top_k"), ({"max_edits": -1}, "max_edits"),
+    ({"use_lm": "yes"}, "use_lm"), ({"shortlist": 0}, "shortlist"), ({"top_k": 1.5}, "top_k"),
+    ({"verify": False}, "verify"), ({"mask_threshold": 0.3}, "mask_threshold"),  # retired: unknown to a caller
     ({"confusions": [("汽车", "气")]}, "single characters"), ({"bogus": 1}, "bogus"),
 ])
 def test_bad_settings(tiny_bundle, settings, word):

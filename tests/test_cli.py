@@ -58,7 +58,7 @@ def forced_bundle(tiny_bundle, tmp_path_factory) -> Path:
     """The tiny bundle with manifest defaults that force edits, so CLI output visibly differs from input."""
     out = Path(shutil.copytree(tiny_bundle, tmp_path_factory.mktemp("cli") / "forced"))
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    manifest["corrector_defaults"] = {**FORCE_EDITS, "confusion_bonus": 100.0}
+    manifest["corrector_defaults"] = FORCE_EDITS
     (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return out
 
@@ -263,17 +263,22 @@ def test_version():
 
 
 def test_set_reaches_every_setting(model, forced):
-    """--set NAME=VALUE reaches settings that have no flag of their own (here: verification back on)."""
+    """--set NAME=VALUE reaches settings that have no flag of their own (here: the generator's top 1 only)."""
     text = "今天天汽很好，我们去公园散步吧"
-    want = Corrector.load(model[1], device="cpu", verify=True, top_k=3).correct(text).target
-    assert ok(cli(text, *model, "--set", "verify=true", "--set", "top_k=3")) == want + "\n"
+    want = Corrector.load(model[1], device="cpu", use_lm=False, top_k=1).correct(text).target
+    assert ok(cli(text, *model, "--set", "use_lm=false", "--set", "top_k=1")) == want + "\n"
     assert want != forced.correct(text).target  # the settings made a difference
 
 
-@pytest.mark.parametrize("item, words", [("bogus=1", ["bogus"]), ("verify", ["NAME=VALUE"]),
-                                         ("threshold=2", ["threshold"])])
+@pytest.mark.parametrize("item, words", [("bogus=1", ["bogus"]), ("threshold=2", ["threshold"]),
+                                         ("use_lm=1", ["use_lm"]), ("verify=false", ["unknown", "verify"])])
 def test_bad_set(model, item, words):
     failed(cli("今天", *model, "--set", item), *words)
+
+
+def test_set_without_a_value_is_a_usage_error(model):
+    r = cli("今天", *model, "--set", "use_lm")
+    assert r.code == 2 and "usage:" in r.err and "expected NAME=VALUE" in r.err and "Traceback" not in r.err
 
 
 def test_model_dir_variable_is_read(tiny_bundle, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -112,8 +113,7 @@ def test_protect_dictionary_words(tiny_bundle):
 
 
 def test_custom_confusion_pair(tiny_bundle):
-    fix = Corrector.load(tiny_bundle, device="cpu", confusions=[("汽", "气")], confusion_bonus=100.0,
-                         verify=False, threshold=0.0)
+    fix = Corrector.load(tiny_bundle, device="cpu", confusions=[("汽", "气")], threshold=0.0)
     c = fix.correct("今天天汽很好")
     check(c)
     (edit,) = [e for e in c.edits if e.position == 3]
@@ -121,35 +121,31 @@ def test_custom_confusion_pair(tiny_bundle):
     assert edit.reason == "pinyin"  # qi4 / qi4
 
 
-def test_custom_confusion_pair_beats_the_similarity_filter(tiny_bundle):
+def test_custom_confusion_pair_is_a_candidate_whatever_its_similarity(tiny_bundle, forced_corrector):
     """张 neither sounds nor looks like 汽: only the custom pair makes it a candidate."""
-    settings = {"verify": False, "threshold": 0.0}
-    plain = Corrector.load(tiny_bundle, device="cpu", **settings).correct("今天天汽很好")
-    assert all(e.target != "张" for e in plain.edits)
-    fix = Corrector.load(tiny_bundle, device="cpu", confusions=[("汽", "张")], confusion_bonus=100.0, **settings)
-    c = fix.correct("今天天汽很好")
+    text = "今天天汽很好"
+    plain = forced_corrector.explain(text, top_k=100).chars[3]
+    assert plain.candidates and all(k.char != "张" for k in plain.candidates)
+    fix = Corrector.load(tiny_bundle, device="cpu", confusions=[("汽", "张")], threshold=0.0)
+    (cand,) = [k for k in fix.explain(text, top_k=100).chars[3].candidates if k.char == "张"]
+    assert cand.features["custom"] == 1.0
+    c = fix.correct(text)
     check(c)
     (edit,) = [e for e in c.edits if e.position == 3]
     assert edit == Edit(3, "汽", "张", edit.confidence, "other")
 
 
-def test_reason_names_the_similarity(forced_corrector):
-    """pinyin/shape only when the candidate clears that bar with a non-zero similarity, else other."""
-    tables, cfg = forced_corrector.tables, forced_corrector.config
-    reasons = set()
-    for c in forced_corrector.correct_batch(SENTENCES + [SAMPLE]):
-        for e in c.edits:
-            sound, shape = tables.pinyin_sim(e.source, e.target), tables.shape_sim(e.source, e.target)
-            sounds_alike = sound > 0 and sound >= cfg.min_similarity
-            looks_alike = shape > 0 and shape >= cfg.min_shape_similarity
-            reasons.add(e.reason)
-            if e.reason == "pinyin":
-                assert sounds_alike
-            elif e.reason == "shape":
-                assert looks_alike
-            else:
-                assert not sounds_alike and not looks_alike
-    assert "other" in reasons and len(reasons) > 1  # min_similarity 0 lets dissimilar candidates through
+def test_reason_names_the_similarity(tiny_bundle):
+    """With no candidate table in the bundle, the reason comes from its similarity tables:
+    汽/气 sound alike (qi4), 未/末 only look alike, 天/张 neither."""
+    fix = Corrector.load(tiny_bundle, device="cpu", threshold=0.0,
+                         confusions=[("汽", "气"), ("未", "末"), ("天", "张")])
+    assert (fix.tables.pinyin_sim("汽", "气"), fix.tables.shape_sim("未", "末")) == (1.0, pytest.approx(0.667))
+    text = "今天汽，未"
+    c = fix.correct(text)
+    check(c)
+    got = {e.position: (e.target, e.reason) for e in c.edits}
+    assert [got[1], got[2], got[4]] == [("张", "other"), ("气", "pinyin"), ("末", "shape")]
 
 
 def test_correct_is_correct_batch_of_one(forced_corrector, tiny_corrector):
@@ -175,28 +171,50 @@ def test_batch_size_does_not_change_results(tiny_bundle, forced_corrector):
         [c.target for c in forced_corrector.correct_batch(texts)]
 
 
-def test_masked_suspects(tiny_bundle):
-    fix = Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS, mask_suspects=True)
-    for text in SENTENCES:
-        c = fix.correct(text)
-        check(c)
-        assert edited(c) == set(in_vocab_cjk(text))
+def test_top_k_zero_leaves_only_table_and_custom_candidates(tiny_bundle):
+    """The tiny bundle has no candidate table: without the generator's top-k only custom pairs remain."""
+    fix = Corrector.load(tiny_bundle, device="cpu", threshold=0.0, top_k=0)
+    text = "今天天汽很好"
+    ex = fix.explain(text, top_k=100)  # explain's own top_k: how many candidates it shows
+    assert [c.decision for c in ex.chars] == ["no candidates"] * len(text)
+    assert fix.correct(text).edits == []
+    c = fix.correct(text, confusions=[("汽", "气")])
+    assert [(e.position, e.target) for e in c.edits] == [(3, "气")]
 
 
-@pytest.mark.parametrize("mask_threshold", [0.0, 0.5, 1.0])
-def test_mask_threshold_masks_only_confident_suspects(tiny_bundle, mask_threshold):
-    fix = Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS, mask_suspects=True, mask_threshold=mask_threshold)
-    text = "我们去公园散步吧他已经知道自己错了"  # one chunk, one token per character: token = position + 1
-    probs = [c.rtd_prob for c in fix.explain(text).chars]
-    seen = []
-    generate = fix.networks.generate
-    fix.networks.generate = lambda ids, attn, pos: seen.append(ids.copy()) or generate(ids, attn, pos)
-    check(fix.correct(text))
-    masked = {t - 1 for t, i in enumerate(seen[0][0]) if i == 103}
-    assert masked == {i for i, p in enumerate(probs) if p > mask_threshold}
-    assert (0 < len(masked) < len(text)) == (mask_threshold == 0.5)
-    if mask_threshold == 1.0:  # nothing is masked: the unmasked pipeline
-        assert fix.correct(text) == Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS).correct(text)
+def test_top_k_generator_candidates_per_character(tiny_bundle):
+    """Each character gets the generator's top_k most probable proposable characters, less the character
+    itself when it is among them (the shortlist is larger than top_k here, so nothing is cut)."""
+    text = "今天天汽很好"
+    shown = {}
+    for top_k in (1, 3, 7):
+        fix = Corrector.load(tiny_bundle, device="cpu", threshold=0.0, top_k=top_k, shortlist=20)
+        chars = fix.explain(text, top_k=100).chars
+        for c in chars:
+            assert top_k - 1 <= len(c.candidates) <= top_k
+            assert all(k.char in SAMPLE and is_cjk(k.char) and k.char != c.char for k in c.candidates)
+        shown[top_k] = [{k.char: k.features["gen_lp"] for k in c.candidates} for c in chars]
+    assert sum(map(len, shown[7])) > sum(map(len, shown[3])) > sum(map(len, shown[1]))
+    for small, large in ((1, 3), (3, 7)):
+        for a, b in zip(shown[small], shown[large]):
+            assert set(a) <= set(b)  # the best of a larger list, by the generator
+            assert all(b[x] <= min(a.values()) + 1e-3 for x in set(b) - set(a))
+
+
+def test_shortlist_cuts_candidates_but_keeps_custom_pairs(tiny_bundle):
+    fix = Corrector.load(tiny_bundle, device="cpu", threshold=0.0, top_k=7)
+    text = "今天天汽很好"
+    for size in (1, 2):
+        chars = fix.explain(text, top_k=100, shortlist=size).chars
+        assert [len(c.candidates) for c in chars] == [size] * len(text)
+    # a custom pair survives the cut: with shortlist 1 it is the only candidate of 汽
+    (only,) = fix.explain(text, top_k=100, shortlist=1, confusions=[("汽", "张")]).chars[3].candidates
+    assert only.char == "张"
+
+
+def test_use_lm_without_an_lm_changes_nothing(forced_corrector):
+    assert not forced_corrector.has_lm
+    assert forced_corrector.correct_batch(SENTENCES, use_lm=False) == forced_corrector.correct_batch(SENTENCES)
 
 
 def test_long_text_edits_map_back_across_chunks(forced_corrector):
@@ -222,6 +240,26 @@ def test_rejects_bad_call_settings(tiny_corrector):
         tiny_corrector.correct("今天", threshold=2.0)
     with pytest.raises(CorrectorError, match="max_edits"):
         tiny_corrector.correct("今天", max_edits=-1)
+    with pytest.raises(CorrectorError, match="use_lm must be true or false"):
+        tiny_corrector.correct("今天", use_lm="no")
+    with pytest.raises(CorrectorError, match="shortlist must be >= 1"):
+        tiny_corrector.correct("今天", shortlist=0)
+    with pytest.raises(CorrectorError, match="top_k must be >= 0"):
+        tiny_corrector.correct("今天", top_k=-1)
+
+
+@pytest.mark.parametrize("name, value", [("verify", False), ("mask_suspects", True), ("min_similarity", 0.0),
+                                         ("margin", -100.0), ("confusion_bonus", 100.0), ("mask_threshold", 0.5)])
+def test_retired_settings_from_a_caller_are_errors(tiny_bundle, tiny_corrector, name, value):
+    """The ranker replaced the hand-set decoder's settings: a caller who passes one learns it is unknown
+    (a bundle's old manifest may still carry them; see test_bundle)."""
+    from corrector.corrector import RETIRED_SETTINGS
+
+    assert name in RETIRED_SETTINGS
+    with pytest.raises(CorrectorError, match=f"unknown corrector setting.*{name}"):
+        tiny_corrector.correct("今天", **{name: value})
+    with pytest.raises(CorrectorError, match=name):
+        Corrector.load(tiny_bundle, device="cpu", **{name: value})
 
 
 def test_to_dict_schema(forced_corrector):
@@ -256,16 +294,57 @@ def test_explain_one_row_per_character(forced_corrector, text):
     assert set(d) == {"correction", "chars"} and len(d["chars"]) == len(text)
 
 
-def test_explain_rtd_is_the_detection_score(tiny_bundle, forced_corrector):
-    """Characters whose explained RTD probability is above the threshold are exactly the ones edited."""
+def test_explain_probability_is_the_decision(tiny_bundle, forced_corrector):
+    """Without an LM nothing is re-scored: the characters whose best candidate's explained probability
+    is above the threshold are exactly the ones edited, each with that probability as its confidence."""
     text = "我们去公园散步吧他已经知道自己错了"
-    rtd = {c.position: c.rtd_prob for c in forced_corrector.explain(text).chars}
-    cut = sorted(rtd.values())[len(rtd) // 2]
+    best = {c.position: c.candidates[0] for c in forced_corrector.explain(text).chars}
+    cut = sorted(k.score for k in best.values())[len(best) // 2]
     fix = Corrector.load(tiny_bundle, device="cpu", **{**FORCE_EDITS, "threshold": cut})
-    got = edited(fix.correct(text))
-    assert {i for i, p in rtd.items() if p > cut + 1e-4} <= got  # explain rounds to 4 decimals
-    assert got <= {i for i, p in rtd.items() if p > cut - 1e-4}
+    c = fix.correct(text)
+    got = edited(c)
+    assert {i for i, k in best.items() if k.score > cut + 1e-4} <= got  # explain rounds to 4 decimals
+    assert got <= {i for i, k in best.items() if k.score > cut - 1e-4}
     assert 0 < len(got) < len(text)
+    for e in c.edits:
+        assert (e.target, e.confidence) == (best[e.position].char, pytest.approx(best[e.position].score, abs=1e-4))
+
+
+def test_explain_shows_every_feature_and_the_decision(tiny_bundle):
+    from corrector.features import FEATURES
+
+    text = "今天天汽很好，北京"
+    fix = Corrector.load(tiny_bundle, device="cpu", confusions=[("汽", "气")], threshold=0.0)
+    ex = fix.explain(text, top_k=100, protect=["北京"])
+    edits = {e.position: e for e in ex.correction.edits}
+    assert set(edits) == {0, 1, 2, 3, 4, 5}
+    for c in ex.chars:
+        if c.char == "，":
+            assert not c.editable and c.decision == "not editable"
+        elif c.char in "北京":
+            assert not c.editable and c.decision == "protected" and c.candidates == []
+        else:
+            assert c.editable and c.candidates
+            assert c.decision == f"applied: {edits[c.position].target}"
+            assert c.keep_prob + sum(k.score for k in c.candidates) == pytest.approx(1.0, abs=1e-3)
+            for k in c.candidates:
+                assert set(k.features) == set(FEATURES)
+                assert k.features["keep"] == 0.0
+                assert k.generator_prob == pytest.approx(math.exp(k.features["gen_lp"]), abs=1e-3)
+    kept = fix.explain(text, threshold=0.99).chars[3]
+    assert kept.candidates[0].char == "气"  # the custom pair is the best candidate, below 0.99
+    assert "not above the threshold 0.99" in kept.decision and kept.decision.startswith("kept: best candidate 气")
+
+
+def test_explain_says_when_max_edits_dropped_an_edit(forced_corrector):
+    text = "今天天汽很好"
+    ex = forced_corrector.explain(text, max_edits=1)
+    (edit,) = ex.correction.edits
+    for c in ex.chars:
+        if c.position == edit.position:
+            assert c.decision == f"applied: {edit.target}"
+        else:
+            assert c.decision.startswith("kept: max_edits reached")
 
 
 # ---- threads ------------------------------------------------------------------------------------
@@ -304,3 +383,105 @@ def test_parse_confusions_formats():
 def test_parse_confusions_errors(text, line):
     with pytest.raises(ValueError, match=f"line {line}"):
         parse_confusions(text)
+
+
+# ---- a hand-made ranker ---------------------------------------------------------------------------
+
+
+def custom_ranker_corrector(tiny_bundle, weight: float = 8.0, **settings) -> Corrector:
+    """The tiny model with a ranker that only looks at the custom-pair feature: at a character with a
+    custom pair that pair has P = e^w / (e^w + rows - 1); every other choice scores 0."""
+    from corrector.rank import HEURISTIC, RankerWeights, Scorer
+
+    fix = Corrector.load(tiny_bundle, device="cpu", **settings)
+    fix.ranker = RankerWeights(Scorer({"custom": weight}), Scorer({"custom": weight}), HEURISTIC.shortlist,
+                               threshold=0.5, threshold_no_lm=0.5)
+    return fix
+
+
+CUSTOM_TEXTS = ["今天天汽很好", "未来，汽", "我们去公园散步吧", "", "汽" * 3]
+CUSTOM_PAIRS = [("汽", "气"), ("未", "末")]
+
+
+def test_hand_made_ranker_applies_the_custom_pair_with_its_probability(tiny_bundle):
+    fix = custom_ranker_corrector(tiny_bundle, confusions=CUSTOM_PAIRS)
+    for text in CUSTOM_TEXTS:
+        ex = fix.explain(text, top_k=100)
+        want = []
+        for c in ex.chars:
+            if not c.editable:
+                continue
+            rows = 1 + len(c.candidates)
+            assert rows >= 4  # the keep row, the generator's top 5 less perhaps the character itself
+            if c.char in "汽未":
+                p = math.exp(8.0) / (math.exp(8.0) + rows - 1)
+                assert c.candidates[0].score == pytest.approx(p, abs=1e-4)
+                assert c.keep_prob == pytest.approx(1 / (math.exp(8.0) + rows - 1), abs=1e-4)
+                want.append(Edit(c.position, c.char, dict(CUSTOM_PAIRS)[c.char], round(p, 4),
+                                 "pinyin" if c.char == "汽" else "shape"))
+            else:  # every choice scores 0: 1 / rows each, below 0.5
+                assert [k.score for k in c.candidates] == pytest.approx([1 / rows] * (rows - 1), abs=1e-4)
+                assert "not above the threshold 0.5" in c.decision
+        assert ex.correction.edits == want
+        assert fix.correct(text) == ex.correction
+    assert any(fix.correct(t).edits for t in CUSTOM_TEXTS)
+
+
+def test_hand_made_ranker_threshold_above_the_probability(tiny_bundle):
+    fix = custom_ranker_corrector(tiny_bundle, weight=2.0, confusions=CUSTOM_PAIRS)
+    text = "今天天汽很好"
+    best = fix.explain(text).chars[3].candidates[0]
+    assert best.char == "气" and 0.5 < best.score < 0.7  # e^2 / (e^2 + 5 or 6)
+    assert [e.position for e in fix.correct(text).edits] == [3]
+    assert fix.correct(text, threshold=best.score - 1e-3).edits[0].confidence == pytest.approx(best.score, abs=1e-4)
+    assert fix.correct(text, threshold=best.score + 1e-3).edits == []
+    assert "not above the threshold" in fix.explain(text, threshold=0.9).chars[3].decision
+
+
+def test_hand_made_ranker_batch_equals_one_by_one(tiny_bundle):
+    fix = custom_ranker_corrector(tiny_bundle, confusions=CUSTOM_PAIRS)
+    texts = CUSTOM_TEXTS + [SAMPLE * 3, "，".join(CUSTOM_TEXTS * 5)]
+    assert fix.correct_batch(texts) == [fix.correct(t) for t in texts]
+    small = custom_ranker_corrector(tiny_bundle, confusions=CUSTOM_PAIRS, batch_size=1)
+    assert small.correct_batch(texts) == fix.correct_batch(texts)
+
+
+# ---- with a character LM ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lm_corrector(tiny_bundle, tiny_lm) -> Corrector:
+    return Corrector.load(tiny_bundle, device="cpu", lm=tiny_lm, threshold=0.0)
+
+
+def test_lm_gain_reaches_the_decoder(lm_corrector, forced_corrector):
+    from corrector.char_lm import CharLM
+
+    assert lm_corrector.has_lm
+    lm = CharLM.load(lm_corrector.evidence.lm.path)
+    text = "我们去公园散步吧"
+    ex = lm_corrector.explain(text, top_k=100, max_edits=1)  # one edit: the rest are scored on this text
+    (edit,) = ex.correction.edits
+    far = [c for c in ex.chars if abs(c.position - edit.position) >= lm.order and c.editable]
+    assert far
+    for c in far:  # not re-scored: the gain against the text as it is
+        for k in c.candidates:
+            changed = text[: c.position] + k.char + text[c.position + 1:]
+            assert k.features["lm_gain"] == pytest.approx(lm.sentence_logprob(changed) - lm.sentence_logprob(text),
+                                                          abs=2e-3)
+    assert any(k.features["lm_gain"] != 0 for c in ex.chars for k in c.candidates)
+    # without the LM: no gain anywhere, and the no-LM decoder's results
+    off = lm_corrector.explain(text, top_k=100, use_lm=False)
+    assert all(k.features["lm_gain"] == 0 for c in off.chars for k in c.candidates)
+    assert lm_corrector.correct_batch(SENTENCES, use_lm=False) == forced_corrector.correct_batch(SENTENCES)
+
+
+def test_lm_decoder_keeps_the_contract_and_batch_independence(tiny_bundle, tiny_lm, lm_corrector):
+    texts = SENTENCES + [SAMPLE * 3, SAMPLE[:7], "今天天汽很好。今天天汽很好"]
+    batch = lm_corrector.correct_batch(texts)
+    for c in batch:
+        check(c)
+    assert batch == [lm_corrector.correct(t) for t in texts]
+    one_at_a_time = Corrector.load(tiny_bundle, device="cpu", lm=tiny_lm, threshold=0.0, batch_size=1)
+    assert one_at_a_time.correct_batch(texts) == batch
+    assert any(c.edits for c in batch)

@@ -141,10 +141,10 @@ def test_hundred_thousand_characters_mostly_not_han(forced_corrector):
 
 
 @pytest.mark.slow
-def test_hundred_thousand_characters(tiny_corrector):
+def test_hundred_thousand_characters(forced_corrector):
     rng = random.Random(0)
     pool = list(SAMPLE * 4 + TRADITIONAL + "，。！？\n Hello\t\ud800") + EMOJI
     text = "".join(rng.choices(pool, k=100_000))
-    c = tiny_corrector.correct(text)
+    c = forced_corrector.correct(text)
     check_invariants(text, c)
     assert c.edits and max(e.position for e in c.edits) > 90_000

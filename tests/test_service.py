@@ -243,7 +243,7 @@ def test_every_decoding_setting_can_be_sent_per_request(forced, tiny_bundle):
 
     assert set(DecodingSettings.model_fields) == {f.name for f in fields(CorrectorConfig)} - {"batch_size"}
     text = "今天天汽很好。我们去公园散步吧。"
-    settings = {"verify": True, "top_k": 3, "min_similarity": 0.2, "confusions": [["汽", "气"]],
+    settings = {"use_lm": False, "top_k": 3, "shortlist": 2, "confusions": [["汽", "气"]],
                 "protect_dictionary_words": True}
     status, body = post(forced, {"text": text, **settings})
     assert status == 200
@@ -253,10 +253,11 @@ def test_every_decoding_setting_can_be_sent_per_request(forced, tiny_bundle):
 
 
 @pytest.mark.parametrize(("extra", "field"), [
-    ({"verify": "no"}, "verify"), ({"top_k": 0}, "top_k"), ({"top_k": 2.5}, "top_k"),
+    ({"use_lm": "no"}, "use_lm"), ({"top_k": -1}, "top_k"), ({"top_k": 2.5}, "top_k"),
+    ({"shortlist": 0}, "shortlist"), ({"shortlist": "8"}, "shortlist"),
     ({"confusions": [["汽"]]}, "confusions"), ({"confusions": [["汽", "气体"]]}, "confusions"),
-    ({"mask_threshold": 2}, "mask_threshold"), ({"batch_size": 4}, "batch_size"), ({"bogus": 1}, "bogus"),
-    ({"margin": "1"}, "margin"),
+    ({"batch_size": 4}, "batch_size"), ({"bogus": 1}, "bogus"),
+    ({"verify": False}, "verify"), ({"margin": 1.0}, "margin"),  # retired with the hand-set decoder
 ])
 def test_bad_settings_are_422_naming_the_setting(client, extra, field):
     status, body = post(client, {"text": "今天", **extra})
@@ -449,11 +450,12 @@ def test_settings_come_from_csc_environment_variables(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize(("value", "words"), [
     ('{"batch_size": 2.5}', ["batch_size", "integer"]),
-    ('{"verify": "no"}', ["verify", "boolean"]),
+    ('{"use_lm": "no"}', ["use_lm", "boolean"]),
+    ('{"verify": false}', ["verify", "not permitted"]),
     ('{"bogus": 1}', ["bogus", "not permitted"]),
     ('{"threshold": 1.5}', ["threshold", "1"]),
-    ('["verify"]', ["JSON object"]),
-    ("{verify: false}", ["not valid JSON"]),
+    ('["use_lm"]', ["JSON object"]),
+    ("{use_lm: false}", ["not valid JSON"]),
 ])
 def test_bad_corrector_settings_stop_the_start_in_one_line(value, words, tiny_bundle, capsys):
     from service.cli import main
@@ -473,10 +475,10 @@ def test_flags_win_over_environment_and_reach_worker_processes(monkeypatch, tmp_
     monkeypatch.setenv("CSC_PORT", "9000")
     monkeypatch.setenv("CSC_MAX_WAIT_MS", "9")
     args = build_parser().parse_args(["--port", "8123", "--model", str(tmp_path), "--no-batching", "--workers", "2",
-                                      "--corrector-settings", '{"verify": false}', "--request-timeout", "3"])
+                                      "--corrector-settings", '{"use_lm": false}', "--request-timeout", "3"])
     s = settings_from_args(args)
     assert (s.port, s.max_wait_ms, s.model_dir, s.batching, s.workers) == (8123, 9.0, tmp_path, False, 2)
-    assert s.corrector_settings == {"verify": False} and s.request_timeout_s == 3.0
+    assert s.corrector_settings == {"use_lm": False} and s.request_timeout_s == 3.0
     for name in ServiceSettings.model_fields:  # start clean; monkeypatch removes whatever export_to_env sets
         monkeypatch.setenv(f"CSC_{name.upper()}", "")
         monkeypatch.delenv(f"CSC_{name.upper()}")

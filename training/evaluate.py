@@ -3,7 +3,7 @@
     python -m training.evaluate --data ../shared/data/csc/sighan15_test.tsv --model data/electra_models/default
     python -m training.evaluate --data runs/csc/dev.tsv --model DIR --sweep --choose runs/defaults.json
     python -m training.evaluate --data runs/csc/dev.tsv --model DIR --sweep \
-        --grid mask_suspects=true,false sim_weight=1,2,4 --choose runs/defaults.json
+        --grid top_k=5,10 shortlist=4,8 --choose runs/defaults.json
 
 Prints SIGHAN strict sentence-level detection/correction P/R/F1, character-level P/R/F1, the
 false-positive rate on error-free sentences and sentences/s; writes a JSON report. ``--sweep``
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", type=Path, required=True, help="source<TAB>target file")
     ap.add_argument("--model", type=Path, default=None, help="bundle directory (default: the bundled model)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                    help="corrector settings, e.g. threshold=0.6 verify=false mask_suspects=true")
+                    help="corrector settings, e.g. threshold=0.6 use_lm=false top_k=10")
     ap.add_argument("--limit", type=int, default=0, help="evaluate the first N pairs only")
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--precision", default="auto", choices=PRECISIONS,

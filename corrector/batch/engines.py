@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 from .inputs import ReadOptions, Record, Shard, read_shard
 
 if TYPE_CHECKING:
+    from ..bundle import Precision
     from ..corrector import Corrector
     from ..runtime import Device
 
@@ -43,7 +44,7 @@ class ModelSpec:
 
     model: str | None  # bundle directory; None: the default bundle
     device: Device = "auto"
-    precision: str = "auto"
+    precision: Precision = "auto"
     threads: int = 0  # ONNX Runtime threads per session; 0: its default
     settings: dict[str, Any] = field(default_factory=dict)
     lm: str | None = None  # another character LM than the bundle's

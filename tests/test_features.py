@@ -1,0 +1,239 @@
+"""Gather and score (corrector.features) on a hand-built vocabulary, candidate table and generator output."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from corrector.candidates import CandidateTable
+from corrector.char_lm import CharLM
+from corrector.features import COL, FEATURES, Evidence, Sites, _name_like
+from corrector.similarity import SimilarityTables
+
+VOCAB = ["[PAD]", "[UNK]", "x", *"今天气汽器七张三北京市很好田"]
+FREQ = {c: 100 for c in "今天气汽器七张三北京市很好"} | {"气": 1000, "七": 10}  # 田: frequency 0, never proposed
+VID = {c: i for i, c in enumerate(VOCAB)}
+
+
+def table() -> CandidateTable:
+    """汽: 气 (sounds alike, a real confusion), 器, 七, 田 (not proposable), 汽 itself; 天: 田."""
+    cands = ["气", "器", "七", "汽", "田", "田"]
+    return CandidateTable(["汽", "天"], np.array([0, 5, 6]), cands, pinyin=np.array([1.0, 0.9, 0.8, 1.0, 0.2, 0.5]),
+                          shape=np.array([0.3, 0.1, 0.0, 1.0, 0.0, 0.6]), count=np.array([5, 0, 0, 0, 0, 2]))
+
+
+def evidence(lm: CharLM | None = None) -> Evidence:
+    return Evidence(VOCAB, table(), SimilarityTables({}, FREQ, {}), lm)
+
+
+def sites_of(text: str, logprobs: dict[str, float] | None = None, default: float = -8.0,
+             where: list[int] | None = None) -> Sites:
+    """Every position of ``text`` (or those in ``where``) as a site of chunk 0, the generator giving each
+    character of ``logprobs`` that log-probability everywhere."""
+    pos = list(range(len(text))) if where is None else where
+    lp = np.full((len(pos), len(VOCAB)), default, dtype=np.float32)
+    for c, v in (logprobs or {}).items():
+        lp[:, VID[c]] = v
+    src = [text[i] for i in pos]
+    return Sites(np.zeros(len(pos), np.int64), np.array(pos, np.int64), src, np.array([VID[c] for c in src]),
+                 np.full(len(pos), 0.5, np.float32), lp)
+
+
+def pairs(ev: Evidence, sites: Sites, short: tuple[np.ndarray, ...]) -> list[tuple[str, str]]:
+    site, vid = short[0], short[1]
+    return [(sites.src[s], ev.vocab[v]) for s, v in zip(site.tolist(), vid.tolist())]
+
+
+# ---- the shortlist --------------------------------------------------------------------------------
+
+
+def test_shortlist_by_the_cheap_score():
+    ev, sites = evidence(), sites_of("汽")
+    # pinyin only: 气 1.0, 器 0.9, 七 0.8, 田 0.2 (never proposed by the generator, but the table may hold it)
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={})
+    assert pairs(ev, sites, short) == [("汽", "气"), ("汽", "器")]
+    # frequency decides: 气 (log 1001) > 器 (log 101) > 七 (log 11) > 田 (log 1)
+    short = ev.shortlist(sites, {"freq": 1.0}, size=10, top_k=0, custom={})
+    assert pairs(ev, sites, short) == [("汽", "气"), ("汽", "器"), ("汽", "七"), ("汽", "田")]
+    assert list(short[2]) == [0, 1, 2, 4]  # their rows in the table; 汽 itself (row 3) is never a candidate
+    # the generator: 七 most probable, so with weight on gen_lp it leads
+    sites = sites_of("汽", {"七": -0.1, "器": -2.0})
+    short = ev.shortlist(sites, {"gen_lp": 1.0, "pinyin": 1.0}, size=3, top_k=0, custom={})
+    assert pairs(ev, sites, short) == [("汽", "七"), ("汽", "器"), ("汽", "气")]  # 0.7, -1.1, -7.0
+
+
+def test_shortlist_features_are_the_tables():
+    ev, sites = evidence(), sites_of("汽", {"器": -1.5})
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=10, top_k=0, custom={})
+    f = ev.static_features(sites, *short[:3])
+    assert list(f["pinyin"]) == pytest.approx([1.0, 0.9, 0.8, 0.2])
+    assert list(f["shape"]) == pytest.approx([0.3, 0.1, 0.0, 0.0])
+    assert list(f["confusions"]) == pytest.approx([math.log(6), 0.0, 0.0, 0.0])
+    assert list(f["gen_lp"]) == pytest.approx([-8.0, -1.5, -8.0, -8.0])
+    assert list(f["freq"]) == pytest.approx([math.log(1001 / 101), 0.0, math.log(11 / 101), math.log(1 / 101)])
+
+
+def test_generator_top_k_custom_pairs_and_no_duplicates():
+    ev = evidence()
+    # the generator likes 汽 (the character itself), x (not Chinese), 田 (frequency 0), 气, 张, 三, in that order
+    sites = sites_of("汽天", {"汽": -0.1, "x": -0.2, "田": -0.3, "气": -0.5, "张": -1.0, "三": -1.5})
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=100, top_k=2, custom={"汽": {"张", "气", "汽"}})
+    got = pairs(ev, sites, short)
+    assert len(got) == len(set(got))  # one row per (site, candidate)
+    assert all(a != b for a, b in got)  # never the character itself
+    assert sorted(b for a, b in got if a == "汽") == sorted(["气", "器", "七", "田", "张"])
+    # 天: its table's 田, and the generator's two best proposable characters: 汽 and 气
+    assert sorted(b for a, b in got if a == "天") == sorted(["田", "汽", "气"])
+    site, vid, static, custom = short
+    rows = {(sites.src[s], VOCAB[v]): (int(t), bool(c)) for s, v, t, c in zip(site, vid, static, custom)}
+    assert rows[("汽", "气")] == (0, True)  # from the table, from the generator and custom: the table's row
+    assert rows[("汽", "张")] == (-1, True)
+    assert rows[("天", "汽")] == (-1, False)
+
+
+def test_custom_pairs_always_stay():
+    ev, sites = evidence(), sites_of("汽")
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=1, top_k=0, custom={"汽": {"张", "三"}})
+    assert sorted(pairs(ev, sites, short)) == [("汽", "三"), ("汽", "张")]  # more of them than the size
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={"汽": {"张"}})
+    assert pairs(ev, sites, short) == [("汽", "张"), ("汽", "气")]
+
+
+def test_no_sites_and_no_candidates():
+    ev = evidence()
+    empty = ev.shortlist(sites_of("", where=[]), {}, size=8, top_k=5, custom={})
+    assert [len(a) for a in empty] == [0, 0, 0, 0]
+    none = ev.shortlist(sites_of("很好"), {}, size=8, top_k=0, custom={})  # nothing in the table, no generator
+    assert [len(a) for a in none] == [0, 0, 0, 0]
+    rows = ev.rows(sites_of("很好"), ["很好"], none, None)
+    assert list(rows.site) == [0, 1] and (rows.X[:, COL["keep"]] == 1).all()
+
+
+def test_empty_candidate_table():
+    ev = Evidence(VOCAB, CandidateTable.empty(), SimilarityTables({}, FREQ, {}))
+    sites = sites_of("汽", {"气": -0.5, "张": -1.0})
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=8, top_k=2, custom={"汽": {"三"}})
+    assert sorted(pairs(ev, sites, short)) == [("汽", "三"), ("汽", "张"), ("汽", "气")]
+    f = ev.static_features(sites, *short[:3])
+    assert not f["pinyin"].any() and not f["shape"].any() and not f["confusions"].any()
+
+
+# ---- the feature rows -----------------------------------------------------------------------------
+
+
+def test_rows_keep_row_first_with_its_own_features():
+    ev = evidence()
+    text = "天汽"
+    sites = sites_of(text, {"气": -0.5})
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={"汽": {"张"}})
+    rows = ev.rows(sites, [text], short, None)
+    assert rows.X.shape == (len(rows), len(FEATURES))
+    assert [(int(s), VOCAB[v]) for s, v in zip(rows.site, rows.vid)] == \
+        [(0, "天"), (0, "田"), (1, "汽"), (1, "张"), (1, "气")]
+    X = {(int(s), VOCAB[v]): dict(zip(FEATURES, x.tolist())) for s, v, x in zip(rows.site, rows.vid, rows.X)}
+    keep = X[(1, "汽")]
+    assert (keep["keep"], keep["pinyin"], keep["shape"], keep["rtd"], keep["custom"], keep["freq"]) == \
+        (1.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+    assert keep["gen_lp"] == -8.0
+    assert X[(1, "张")]["custom"] == 1.0 and X[(1, "张")]["keep"] == 0.0 and X[(1, "张")]["rtd"] == 0.5
+    assert X[(1, "气")]["gen_lp"] == -0.5 and X[(1, "气")]["pinyin"] == 1.0
+    assert X[(0, "田")]["pinyin"] == 0.5 and X[(0, "田")]["confusions"] == pytest.approx(math.log(3))
+    assert all(x["lm_gain"] == 0.0 for x in X.values())  # no LM
+
+
+def test_word_feature_counts_dictionary_words_through_the_choice():
+    import jieba
+
+    jieba.dt.check_initialized()
+    ev = evidence()
+    text = "今天汽很好"
+    sites = sites_of(text, where=[2])
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=1, top_k=0, custom={})
+    rows = ev.rows(sites, [text], short, None)
+    word = dict(zip((VOCAB[v] for v in rows.vid), rows.X[:, COL["word"]].tolist()))
+    want = max(jieba.dt.FREQ.get(w, 0) for w in ("天气", "气很", "今天气", "天气很", "气很好"))
+    assert want > 0 and word["气"] == pytest.approx(math.log1p(want))
+    assert word["汽"] == pytest.approx(math.log1p(max(jieba.dt.FREQ.get(w, 0) for w in
+                                                      ("天汽", "汽很", "今天汽", "天汽很", "汽很好"))))
+
+
+# ---- name-likeness --------------------------------------------------------------------------------
+
+
+def test_name_likeness():
+    assert [_name_like("张三来了", i) for i in range(4)] == [0.0, 1.0, 1.0, 0.0]  # one or two after a surname
+    assert [_name_like("北京市", i) for i in range(3)] == [0.0, 1.0, 0.0]  # before a place-name suffix
+    assert [_name_like("今天很好", i) for i in range(4)] == [0.0] * 4
+
+
+def test_name_feature_on_candidate_rows_only():
+    ev = evidence()
+    text = "张三北京市"
+    sites = sites_of(text, {"气": -0.5})
+    rows = ev.rows(sites, [text], ev.shortlist(sites, {}, size=8, top_k=1, custom={}), None)
+    name = {}
+    for s, x in zip(rows.site.tolist(), rows.X):
+        if x[COL["keep"]] == 1:
+            assert x[COL["name"]] == 0.0
+        else:
+            name[text[s]] = float(x[COL["name"]])
+    assert name == {"张": 0.0, "三": 1.0, "北": 1.0, "京": 1.0, "市": 0.0}  # 北: two after 张
+
+
+# ---- the LM gain ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lm(tiny_lm) -> CharLM:
+    return CharLM.load(tiny_lm)
+
+
+@pytest.mark.parametrize("text", ["今天汽很好", "汽", "天气很好今天", "张三北京市"])
+def test_lm_gain_is_the_sentence_log_probability_difference(lm, text):
+    """gain(candidate) = log P(text with it) - log P(text), summed over the windows that contain the position
+    (the others cancel): checked against whole-sentence scores, at the first and the last position too."""
+    ev = evidence(lm)
+    sites = sites_of(text, {"气": -0.5, "天": -0.6, "京": -0.7})
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=8, top_k=3, custom={})
+    rows = ev.rows(sites, [text], short, ev.lm_ids([text]))
+    assert len(rows) > len(sites)
+    base = lm.sentence_logprob(text)
+    for s, v, x in zip(rows.site.tolist(), rows.vid.tolist(), rows.X):
+        gain = float(x[COL["lm_gain"]])
+        if x[COL["keep"]] == 1:
+            assert gain == 0.0
+            continue
+        i = int(sites.char[s])
+        changed = text[:i] + VOCAB[v] + text[i + 1:]
+        assert gain == pytest.approx(lm.sentence_logprob(changed) - base, abs=1e-3)
+    assert np.abs(rows.X[:, COL["lm_gain"]]).max() > 1.0  # the LM has an opinion here
+
+
+def test_lm_gain_is_rescored_for_chosen_rows_on_the_current_text(lm):
+    """After an edit, the LM ids change and only the rows asked for are scored again, on the new text."""
+    ev = evidence(lm)
+    text = "今天汽很好"
+    sites = sites_of(text, {"气": -0.5})
+    rows = ev.rows(sites, [text], ev.shortlist(sites, {"pinyin": 1.0}, size=8, top_k=1, custom={}), ev.lm_ids([text]))
+    ids = ev.lm_ids([text])
+    ids[0] = ids[0].copy()
+    ids[0][2] = ev.lm_vid[VID["气"]]  # 汽 -> 气 applied
+    which = rows.site == 1  # 天
+    gain = ev.lm_gain(sites, rows, ids, which)
+    assert (gain[~which] == 0).all()
+    new = "今天气很好"
+    for r in np.flatnonzero(which)[1:]:  # the candidates of 天
+        changed = new[:1] + VOCAB[rows.vid[r]] + new[2:]
+        assert gain[r] == pytest.approx(lm.sentence_logprob(changed) - lm.sentence_logprob(new), abs=1e-3)
+
+
+def test_without_frequencies_every_chinese_character_may_be_proposed():
+    """A bundle exported from a Hugging Face pair has no character frequencies: the generator's top-k then
+    comes from every single Chinese character of the vocabulary."""
+    ev = Evidence(VOCAB, CandidateTable.empty(), SimilarityTables({}, {}, {}))
+    assert [VOCAB[v] for v in ev.proposable_vid] == list("今天气汽器七张三北京市很好田")
+    sites = sites_of("汽", {"田": -0.1, "x": -0.05, "张": -0.2})
+    assert sorted(pairs(ev, sites, ev.shortlist(sites, {}, size=8, top_k=2, custom={}))) == [("汽", "张"), ("汽", "田")]
+    assert [VOCAB[v] for v in evidence().proposable_vid] == list("今天气汽器七张三北京市很好")  # 田: frequency 0

@@ -1,0 +1,143 @@
+"""The ranker on hand-built rows with known answers: scores, the softmax per site, the choice of each round."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from corrector.features import COL, FEATURES, Rows
+from corrector.rank import (
+    HEURISTIC,
+    RankerWeights,
+    Scorer,
+    best_candidates,
+    choice_probs,
+    pick_round,
+    site_starts,
+)
+
+
+def rows_of(site: list[int], values: list[dict[str, float]]) -> Rows:
+    """Rows with the named feature values (0 elsewhere); vid = row index."""
+    X = np.zeros((len(site), len(FEATURES)), dtype=np.float32)
+    for r, v in enumerate(values):
+        for name, x in v.items():
+            X[r, COL[name]] = x
+    return Rows(np.array(site, dtype=np.int64), np.arange(len(site), dtype=np.int64), X)
+
+
+# ---- Scorer ---------------------------------------------------------------------------------------
+
+
+def test_linear_score_by_hand():
+    s = Scorer({"keep": 2.0, "gen_lp": 1.0, "lm_gain": 0.5})
+    rows = rows_of([0, 0], [{"keep": 1, "gen_lp": -1.5, "rtd": 9.0}, {"gen_lp": -0.25, "lm_gain": 3.0}])
+    assert s.score(rows.X) == pytest.approx([2.0 - 1.5, -0.25 + 1.5])  # rtd has no weight
+
+
+def test_hidden_layer_score_by_hand():
+    s = Scorer({"keep": 1.0}, hidden={"keep": [1.0, 0.0], "gen_lp": [0.5, -1.0]}, bias=[0.1, -0.2], out=[2.0, -1.0])
+    x = [{"keep": 1, "gen_lp": -2.0}, {"gen_lp": 0.4}]
+    want = [1.0 * v.get("keep", 0) + 2.0 * math.tanh(v.get("keep", 0) + 0.5 * v["gen_lp"] + 0.1)
+            - math.tanh(-v["gen_lp"] - 0.2) for v in x]
+    assert s.score(rows_of([0, 0], x).X) == pytest.approx(want)
+
+
+def test_scorer_dict_round_trip_and_plain_map():
+    s = Scorer({"keep": 1.0}, hidden={"rtd": [1.0, 2.0]}, bias=[0.0, 1.0], out=[0.5, 0.5])
+    assert Scorer.from_dict(json.loads(json.dumps(s.to_dict()))) == s
+    assert Scorer({"keep": 1.0}).to_dict() == {"linear": {"keep": 1.0}}  # no hidden layer, no hidden keys
+    assert Scorer.from_dict({"keep": 1, "gen_lp": 2}) == Scorer({"keep": 1.0, "gen_lp": 2.0})
+
+
+@pytest.mark.parametrize("d, words", [
+    ({"linear": {"keep": 1, "bogus": 2}}, ["unknown features", "bogus"]),
+    ({"linear": {}, "hidden": {"nope": [1.0]}, "bias": [0], "out": [1]}, ["unknown features", "nope"]),
+    ({"linear": {}, "hidden": {"keep": [1.0, 2.0]}, "bias": [0], "out": [1]}, ["hidden"]),
+    ({"linear": {}, "hidden": {"keep": [1.0]}, "bias": [0, 0], "out": [1]}, ["hidden"]),
+])
+def test_scorer_rejects_bad_weights(d, words):
+    with pytest.raises(ValueError) as info:
+        Scorer.from_dict(d)
+    assert all(w in str(info.value) for w in words)
+
+
+# ---- RankerWeights ----------------------------------------------------------------------------------
+
+
+def test_ranker_weights_round_trip():
+    w = RankerWeights(Scorer({"keep": 1.5}, {"lm_gain": [0.5]}, [0.1], [2.0]), Scorer({"keep": 2.0, "rtd": -1.0}),
+                      {"gen_lp": 1.0, "pinyin": 3.0}, threshold=0.6, threshold_no_lm=0.7, meta={"fitted": True})
+    d = json.loads(json.dumps(w.to_dict()))
+    assert d["features"] == list(FEATURES)
+    assert RankerWeights.from_dict(d) == w
+    assert RankerWeights.from_dict(HEURISTIC.to_dict()) == HEURISTIC
+    assert w.pick(True) is w.scorer and w.pick(False) is w.scorer_no_lm
+
+
+def test_ranker_weights_defaults():
+    """A ranker.json without a no-LM scorer or threshold uses the with-LM ones for both."""
+    w = RankerWeights.from_dict({"with_lm": {"keep": 1.0}, "shortlist": {}, "threshold": 0.3})
+    assert w.scorer_no_lm == w.scorer == Scorer({"keep": 1.0})
+    assert (w.threshold, w.threshold_no_lm) == (0.3, 0.3)
+
+
+def test_ranker_weights_reject_unknown_names():
+    with pytest.raises(ValueError, match="shortlist.*rtd"):  # the shortlist only sees the cheap features
+        RankerWeights.from_dict({"with_lm": {"keep": 1.0}, "shortlist": {"rtd": 1.0}})
+    with pytest.raises(ValueError, match="bogus"):
+        RankerWeights.from_dict({"with_lm": {"keep": 1.0}, "no_lm": {"bogus": 1.0}, "shortlist": {}})
+
+
+# ---- choice probabilities --------------------------------------------------------------------------
+
+
+def test_choice_probs_are_a_softmax_per_site():
+    s = Scorer({"keep": 1.0, "gen_lp": 1.0})
+    rows = rows_of([0, 0, 0, 1, 1, 2], [{"keep": 1, "gen_lp": -1.0}, {"gen_lp": -0.5}, {"gen_lp": -3.0},
+                                        {"keep": 1, "gen_lp": -2.0}, {"gen_lp": 1.0}, {"keep": 1}])
+    p = choice_probs(rows, s, 3)
+    for lo, scores in ((0, [0.0, -0.5, -3.0]), (3, [-1.0, 1.0]), (5, [1.0])):
+        z = sum(math.exp(x) for x in scores)
+        assert p[lo: lo + len(scores)] == pytest.approx([math.exp(x) / z for x in scores])
+    assert np.add.reduceat(p, site_starts(rows, 3)) == pytest.approx([1.0, 1.0, 1.0])
+    assert list(site_starts(rows, 3)) == [0, 3, 5]
+
+
+def test_choice_probs_survive_large_scores():
+    rows = rows_of([0, 0], [{"keep": 1}, {"gen_lp": 1.0}])
+    p = choice_probs(rows, Scorer({"keep": 1000.0, "gen_lp": 1001.0}), 1)
+    assert p == pytest.approx([1 / (1 + math.e), math.e / (1 + math.e)])
+    assert len(choice_probs(rows_of([], []), HEURISTIC.scorer, 0)) == 0
+
+
+# ---- deciding ------------------------------------------------------------------------------------
+
+
+def test_best_candidates_ignore_keep_rows_and_closed_sites():
+    rows = rows_of([0, 0, 0, 1, 1, 1, 2, 3, 3], [{"keep": 1}, {}, {}, {"keep": 1}, {}, {}, {"keep": 1}, {"keep": 1}, {}])
+    p = np.array([0.9, 0.04, 0.06, 0.2, 0.5, 0.3, 1.0, 0.1, 0.9])
+    row, prob = best_candidates(rows, p, 4, np.array([True, True, True, False]))
+    assert list(row) == [2, 4, -1, -1]  # site 0: its keep row is the most probable, yet row 2 is the best
+    assert list(prob) == [0.06, 0.5, 0.0, 0.0]  # site 2 has no candidate; site 3 is closed
+
+
+def test_pick_round_threshold_and_order():
+    chunk, char = np.array([0, 0, 1]), np.array([0, 5, 0])
+    row, p = np.array([10, 11, 12]), np.array([0.6, 0.9, 0.5])
+    assert pick_round(chunk, char, row, p, 0.55, spacing=1) == [1, 0]  # most probable first, 0.5 is not above
+    assert pick_round(chunk, char, row, p, 0.6, spacing=1) == [1]  # above, not equal
+    assert pick_round(chunk, char, np.array([10, -1, 12]), p, 0.0, spacing=1) == [0, 2]  # no candidate: skipped
+
+
+def test_pick_round_spacing():
+    """Two sites closer than ``spacing`` in one chunk: only the more probable one this round; in different
+    chunks, or far enough apart, both."""
+    chunk, char = np.array([0, 0, 1, 0]), np.array([3, 5, 4, 8])
+    row, p = np.arange(4), np.array([0.8, 0.9, 0.7, 0.6])
+    assert pick_round(chunk, char, row, p, 0.5, spacing=3) == [1, 2, 3]  # 3 is 3 from 5: far enough
+    assert pick_round(chunk, char, row, p, 0.5, spacing=4) == [1, 2]  # now 8 is too close to 5
+    assert pick_round(chunk, char, row, p, 0.5, spacing=1) == [1, 0, 2, 3]
