@@ -114,15 +114,17 @@ class Evidence:
             return empty, empty, empty, np.zeros(0, bool)
         # static candidates: each site's table slice, cut to its ``size`` best by the cheap score
         src_row = np.array([self.table.row.get(s, -1) for s in sites.src], dtype=np.int64)
-        ok = src_row >= 0
-        starts = np.where(ok, self.table.offsets[np.maximum(src_row, 0)], 0).astype(np.int64)
-        lens = np.where(ok, self.table.offsets[np.maximum(src_row, 0) + 1] - starts, 0).astype(np.int64)
+        offsets = np.asarray(self.table.offsets, dtype=np.int64)
+        safe = np.where(src_row >= 0, src_row, 0) if len(offsets) > 1 else np.zeros(n, np.int64)
+        ok = (src_row >= 0) & (len(offsets) > 1)
+        starts = np.where(ok, offsets[safe], 0)
+        lens = np.where(ok, offsets[np.minimum(safe + 1, len(offsets) - 1)] - starts, 0)
         site_s = np.repeat(np.arange(n), lens)
         idx_s = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(lens.sum())
         vid_s = self.cand_vid[idx_s]
         score_s = self._cheap_score(sites, site_s, vid_s, idx_s, weights)
-        score_s[vid_s < 0] = -np.inf
-        keep_s = _top_per_segment(score_s, lens, size)
+        score_s[(vid_s < 0) | (vid_s == sites.src_id[site_s])] = -np.inf
+        keep_s = _top_per_segment(score_s, lens, size) & np.isfinite(score_s)
         site_s, vid_s, idx_s = site_s[keep_s], vid_s[keep_s], idx_s[keep_s]
         # dynamic: the generator's top-k proposable characters (with their table row when they have one) ...
         site_d, vid_d = self.generator_top(sites.logprobs, top_k)

@@ -428,10 +428,10 @@ def test_hand_made_ranker_applies_the_custom_pair_with_its_probability(tiny_bund
 
 
 def test_hand_made_ranker_threshold_above_the_probability(tiny_bundle):
-    fix = custom_ranker_corrector(tiny_bundle, weight=2.0, confusions=CUSTOM_PAIRS)
+    fix = custom_ranker_corrector(tiny_bundle, weight=2.0, top_k=5, confusions=CUSTOM_PAIRS)
     text = "今天天汽很好"
     best = fix.explain(text).chars[3].candidates[0]
-    assert best.char == "气" and 0.5 < best.score < 0.7  # e^2 / (e^2 + 5 or 6)
+    assert best.char == "气" and 0.5 < best.score < 0.7  # e^2 / (e^2 + 5 or 6): keep + the generator's 5, less any duplicate
     assert [e.position for e in fix.correct(text).edits] == [3]
     assert fix.correct(text, threshold=best.score - 1e-3).edits[0].confidence == pytest.approx(best.score, abs=1e-4)
     assert fix.correct(text, threshold=best.score + 1e-3).edits == []

@@ -233,7 +233,7 @@ def test_without_frequencies_every_chinese_character_may_be_proposed():
     """A bundle exported from a Hugging Face pair has no character frequencies: the generator's top-k then
     comes from every single Chinese character of the vocabulary."""
     ev = Evidence(VOCAB, CandidateTable.empty(), SimilarityTables({}, {}, {}))
-    assert [VOCAB[v] for v in ev.proposable_vid] == list("今天气汽器七张三北京市很好田")
+    assert [VOCAB[v] for v in np.flatnonzero(ev.proposable)] == list("今天气汽器七张三北京市很好田")
     sites = sites_of("汽", {"田": -0.1, "x": -0.05, "张": -0.2})
     assert sorted(pairs(ev, sites, ev.shortlist(sites, {}, size=8, top_k=2, custom={}))) == [("汽", "张"), ("汽", "田")]
-    assert [VOCAB[v] for v in evidence().proposable_vid] == list("今天气汽器七张三北京市很好")  # 田: frequency 0
+    assert [VOCAB[v] for v in np.flatnonzero(evidence().proposable)] == list("今天气汽器七张三北京市很好")  # 田: frequency 0
