@@ -3,10 +3,10 @@
 Dynamically quantised graphs (``quantize_dynamic``) compute one activation scale per batch tensor at
 run time, so a row's numbers depend on the other rows and on padding. Static graphs use scales
 measured once on calibration sentences, so each row is computed on its own: a text gets the same
-answer alone, in any batch and at any padding (``tests/test_quantize.py``).
+answer alone, in any batch and at any padding (``tests/test_determinism.py``).
 
-Only the MatMuls with a weight (an initializer) are quantised; the attention products, softmax and
-layer norms stay float.
+Only the nodes that read a weight (an initializer) are quantised: MatMuls and the embedding lookups
+(Gather); the attention products, softmax and layer norms stay float.
 
     python -m training.quantize --model data/electra_models/default --calibration ../shared/data/csc/sighan_train.tsv
 """
@@ -29,13 +29,14 @@ NAMES = ("discriminator", "generator")
 INT8_STATIC = "static"  # manifest onnx.int8_activations for graphs written here
 
 
-def weight_matmuls(path: Path) -> list[str]:
-    """Names of the MatMul nodes whose second input is a weight (an initializer)."""
+def weight_nodes(path: Path) -> list[str]:
+    """Names of the MatMul nodes that multiply by a weight and the Gather nodes that look one up."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)
     weights = {t.name for t in model.graph.initializer}
-    return [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+    return [n.name for n in model.graph.node
+            if (n.op_type == "MatMul" and n.input[1] in weights) or (n.op_type == "Gather" and n.input[0] in weights)]
 
 
 class _Feeds:
@@ -70,7 +71,7 @@ def quantize_static_pair(onnx_dir: Path, rows: Sequence[Sequence[int]], per_chan
             quantize_static(src, onnx_dir / f"{name}.int8.onnx", _Feeds(rows, name == "generator"),
                             quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
                             weight_type=QuantType.QInt8, per_channel=per_channel,
-                            nodes_to_quantize=weight_matmuls(src), calibrate_method=CalibrationMethod.MinMax,
+                            nodes_to_quantize=weight_nodes(src), op_types_to_quantize=["MatMul", "Gather"], calibrate_method=CalibrationMethod.MinMax,
                             extra_options={"ActivationSymmetric": True})
     finally:
         root.level = level
