@@ -91,7 +91,7 @@ class Bundle:
     @property
     def int8_static(self) -> bool:
         """True when the int8 graphs have fixed (calibrated) activation scales, so rows never mix."""
-        return self.manifest.get("onnx", {}).get("int8_activations") == "static"
+        return self.manifest.onnx.get("int8_activations") == "static"
 
     def onnx_files(self, precision: str) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
         """(discriminator, generator) ONNX paths for (CUDA, CPU) given "auto", "fp32" or "int8".

@@ -14,7 +14,6 @@ Only the nodes that read a weight (an initializer) are quantised: MatMuls and th
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Iterator, Sequence
@@ -99,15 +98,11 @@ def requantize_bundle(model: Path, texts: Sequence[str]) -> dict:
     """Replace a bundle's int8 graphs by static ones calibrated on ``texts``; record it in the manifest."""
     bundle = Bundle.load(model)
     quantize_static_pair(model / "onnx", calibration_rows(bundle, texts))
-    manifest = dict(bundle.manifest)
-    onnx_info = dict(manifest.get("onnx", {}))
-    onnx_info["int8_activations"] = INT8_STATIC
-    onnx_info["int8_calibration_sentences"] = len(texts)
-    manifest["onnx"] = onnx_info
-    files = set(manifest.get("files", [])) | set(ONNX_INT8.values())
-    manifest["files"] = sorted(files)
-    (model / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    return manifest
+    manifest = bundle.manifest
+    manifest.onnx = {**manifest.onnx, "int8_activations": INT8_STATIC, "int8_calibration_sentences": len(texts)}
+    manifest.files = sorted(set(manifest.files) | set(ONNX_INT8.values()))
+    (model / MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
+    return manifest.to_dict()
 
 
 def main(argv: list[str] | None = None) -> None:
