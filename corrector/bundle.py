@@ -7,8 +7,9 @@
       generator/                    Hugging Face ElectraForMaskedLM (config.json, model.safetensors, vocab.txt)
       onnx/discriminator.onnx       input_ids, attention_mask -> logits (B, T)
       onnx/generator.onnx           input_ids, attention_mask, positions (B, P) -> logits (B, P, V)
-      onnx/*.int8.onnx              optional dynamically quantised copies for CPU (manifest "cpu_onnx": "int8"
-                                    makes them the CPU default)
+      onnx/*.int8.onnx              optional int8 copies for CPU (manifest "cpu_onnx": "int8" makes them the
+                                    CPU default); manifest onnx.int8_activations "static" marks calibrated
+                                    graphs (training.quantize), anything else dynamic ones
       similarity/pinyin.tsv, similarity/shape.tsv
       candidates/candidates.npz     optional: static candidate lists (training.candidates)
       lm/                           optional: character n-gram LM (training.char_lm)
@@ -86,6 +87,11 @@ class Bundle:
     @property
     def has_int8(self) -> bool:
         return all((self.path / rel).is_file() for rel in ONNX_INT8.values())
+
+    @property
+    def int8_static(self) -> bool:
+        """True when the int8 graphs have fixed (calibrated) activation scales, so rows never mix."""
+        return self.manifest.onnx.get("int8_activations") == "static"
 
     def onnx_files(self, precision: str) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
         """(discriminator, generator) ONNX paths for (CUDA, CPU) given "auto", "fp32" or "int8".

@@ -23,8 +23,9 @@ from .features import COL, FEATURES, Evidence, Rows, Sites
 from .model_path import ENV_MODEL, default_model_path
 from .rank import HEURISTIC, MAX_ROUNDS, RankerWeights, best_candidates, choice_probs, pick_round
 from .runtime import Device, OnnxNetworks
+from .script import ScriptView, restore_edits, simplified_view
 from .similarity import SimilarityTables
-from .text import chunk_spans, split_sentences
+from .text import sentence_chunk_spans, split_sentences
 from .tokenize import Encoded, build_tokenizer, encode_batch, read_vocab_list
 from .types import Candidate, CharExplanation, Correction, CorrectorError, Edit, Explanation, Reason
 
@@ -37,10 +38,11 @@ RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity
 class _Chunk:
     text_index: int
     start: int  # offset of the chunk in its text
-    text: str
+    text: str  # what the model reads: the chunk, in simplified script (issue 13: corrector/script.py)
     enc: Encoded
     protected: set[int] = field(default_factory=set)  # chunk-relative character positions
     edits: list[Edit] = field(default_factory=list)  # chunk-relative positions
+    view: ScriptView | None = None  # the original chunk when ``text`` is its simplified view
 
 
 @dataclass
@@ -93,7 +95,8 @@ class Corrector:
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
         (disc, gen), cpu_files = bundle.onnx_files(precision)
-        networks = OnnxNetworks(disc, gen, device, threads, cpu_files)
+        networks = OnnxNetworks(disc, gen, device, threads, cpu_files,
+                                dynamic_int8=not bundle.int8_static)  # issue 13: rows never mix
         tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
         cand_dir = bundle.file(CANDIDATES_DIR)
         candidates = CandidateTable.load(cand_dir) if cand_dir.is_dir() else CandidateTable.empty()
@@ -183,15 +186,20 @@ class Corrector:
     def _chunks(self, texts: Sequence[str], cfg: CorrectorConfig) -> list[_Chunk]:
         max_chars = self.max_tokens - 2
         words = tuple(w for w in cfg.protect if w)
-        pieces: list[tuple[int, int, str, set[int]]] = []
+        pieces: list[tuple[int, int, ScriptView, set[int]]] = []
         for i, text in enumerate(texts):
             clean = _scrub_surrogates(text)
             protected = _protected_positions(clean, words, cfg.protect_dictionary_words)
-            for s, e in chunk_spans(clean, max_chars):
+            # issue 13: one chunk per sentence (same context alone or in a long text), in simplified script
+            for s, e in sentence_chunk_spans(clean, max_chars):
+                view = simplified_view(clean[s:e])
                 local = {p - s for p in protected if s <= p < e}
-                pieces.append((i, s, clean[s:e], local))
-        encs = encode_batch(self.tokenizer, [p[2] for p in pieces], self.max_tokens)
-        return [_Chunk(i, s, t, enc, prot) for (i, s, t, prot), enc in zip(pieces, encs)]
+                if view.traditional:
+                    local |= _protected_positions(view.text, words, False)
+                pieces.append((i, s, view, local))
+        encs = encode_batch(self.tokenizer, [p[2].text for p in pieces], self.max_tokens)
+        return [_Chunk(i, s, v.text, enc, prot, view=v if v.traditional else None)
+                for (i, s, v, prot), enc in zip(pieces, encs)]
 
     def _batches(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> list[list[_Chunk]]:
         todo = [c for c in chunks if any(p >= 0 and p not in c.protected for p in c.enc.char_pos)]
@@ -293,6 +301,8 @@ class Corrector:
             if cfg.max_edits and len(edits) > cfg.max_edits:
                 edits = _most_confident_per_sentence(ch.text, edits, cfg.max_edits)
             ch.edits = sorted(edits, key=lambda e: e.position)
+            if ch.view is not None:  # issue 13: back in the original script, never a script conversion
+                ch.edits = restore_edits(ch.view, ch.edits)
 
     def _reason(self, source: str, target: str, x: np.ndarray) -> Reason:
         """From the pair's candidate-table similarities; a pair the table does not hold (a generator or a

@@ -59,10 +59,14 @@ class OnnxNetworks:
 
     ``cpu_files`` (discriminator, generator) replace the two graphs when the sessions run on CPU,
     e.g. int8-quantised copies; CUDA always runs the float graphs.
+
+    Every row's output depends on that row alone, never on the batch around it: float and statically
+    quantised graphs compute rows independently; graphs that quantise activations dynamically
+    (``dynamic_int8``: one scale per batch tensor, padding included) are run one unpadded row at a time.
     """
 
     def __init__(self, discriminator: Path, generator: Path, device: Device = "auto", threads: int = 0,
-                 cpu_files: tuple[Path, Path] | None = None):
+                 cpu_files: tuple[Path, Path] | None = None, dynamic_int8: bool = False):
         cpu_disc, cpu_gen = cpu_files or (discriminator, generator)
         self.disc = _session(discriminator, device, threads, cpu_disc)
         self.provider = self.disc.get_providers()[0]
@@ -70,22 +74,49 @@ class OnnxNetworks:
         self.gen = _session(generator, "cpu" if on_cpu else device, threads, cpu_gen)
         self.files = (cpu_disc, cpu_gen) if on_cpu else (discriminator, generator)
         self.precision = "int8" if ".int8." in self.files[0].name else "fp32"
+        self.rows_alone = dynamic_int8 and self.precision == "int8"
         _check_io(self.disc, discriminator, ["input_ids", "attention_mask"])
         _check_io(self.gen, generator, ["input_ids", "attention_mask", "positions"])
 
     def discriminate(self, ids: np.ndarray, attn: np.ndarray) -> np.ndarray:
         """P(replaced) for every token, shape (B, T)."""
-        (logits,) = self.disc.run(None, {"input_ids": ids, "attention_mask": attn})
+        if self.rows_alone:
+            logits = np.zeros(ids.shape, dtype=np.float32)
+            for r, n in enumerate(attn.sum(1)):
+                logits[r, :n] = self.disc.run(None, {"input_ids": ids[r : r + 1, :n],
+                                                     "attention_mask": attn[r : r + 1, :n]})[0][0]
+        else:
+            (logits,) = self.disc.run(None, {"input_ids": ids, "attention_mask": attn})
         return _sigmoid(logits.astype(np.float32))
 
     def generate(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """Log-probabilities over the vocabulary at the given token positions, shape (B, P, V)."""
-        (logits,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
+        """Log-probabilities over the vocabulary at the given token positions, shape (B, P, V).
+
+        Position 0 ([CLS]) is never asked for: a row's trailing zeros are padding."""
+        if self.rows_alone:
+            logits = self._generate_rows(ids, attn, positions)
+        else:
+            (logits,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
         logits = logits.astype(np.float32, copy=False)
         logits -= logits.max(-1, keepdims=True)
         z = np.exp(logits).sum(-1, keepdims=True)
         logits -= np.log(z)
         return logits
+
+    def _generate_rows(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        out: np.ndarray | None = None
+        for r, n in enumerate(attn.sum(1)):
+            p = int(np.count_nonzero(positions[r]))
+            if p == 0:
+                continue
+            (row,) = self.gen.run(None, {"input_ids": ids[r : r + 1, :n], "attention_mask": attn[r : r + 1, :n],
+                                         "positions": positions[r : r + 1, :p]})
+            if out is None:
+                out = np.zeros((*positions.shape, row.shape[-1]), dtype=np.float32)
+            out[r, :p] = row[0]
+        if out is None:  # no row asked for any position: one call gives the vocabulary size
+            (out,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
+        return out
 
 
 def _check_io(sess, path: Path, inputs: list[str]) -> None:

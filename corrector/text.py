@@ -68,6 +68,23 @@ def chunk_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
     return spans
 
 
+def sentence_chunk_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """One span per sentence (``split_sentences``); only a sentence longer than ``max_chars`` is cut
+    further (``chunk_spans``). The spans tile the text.
+
+    A sentence's chunks therefore depend on that sentence alone, never on what comes before or after
+    it: the model gives it the same context, and so the same edits, alone or inside a long text.
+    """
+    if max_chars < 1:
+        raise ValueError("max_chars must be >= 1")
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for sentence in split_sentences(text):
+        spans += [(start + s, start + e) for s, e in chunk_spans(sentence, max_chars)]
+        start += len(sentence)
+    return spans
+
+
 def _last_cut(window: str, marks: str) -> int | None:
     for i in range(len(window) - 1, -1, -1):
         if window[i] in marks:

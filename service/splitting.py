@@ -1,7 +1,7 @@
 """Cutting a long text into pieces the scheduler can interleave with other requests' work, without
-changing any decision: the corrector already works chunk by chunk (``corrector.text.chunk_spans``,
-greedy), so a cut at one of its chunk boundaries gives the pieces exactly the chunks the whole text
-gets. Cuts go only after sentence or clause punctuation (jieba never joins a word across it) and never
+changing any decision: the corrector already works chunk by chunk (``corrector.text.sentence_chunk_spans``:
+each sentence on its own), so a cut at one of its chunk boundaries gives the pieces exactly the chunks the
+whole text gets. Cuts go only after sentence or clause punctuation (jieba never joins a word across it) and never
 inside a protected word; a text without such a place stays whole.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from corrector.text import CLAUSE_END, SENTENCE_END, chunk_spans
+from corrector.text import CLAUSE_END, SENTENCE_END, sentence_chunk_spans
 
 CUT_AFTER = frozenset(SENTENCE_END + CLAUSE_END)
 
@@ -25,7 +25,7 @@ def piece_spans(text: str, limit: int, chunk_chars: int | None, protect: Iterabl
     pieces: list[tuple[int, int]] = []
     start = 0
     last_cut: int | None = None
-    for _, end in chunk_spans(text, chunk_chars):
+    for _, end in sentence_chunk_spans(text, chunk_chars):
         if end - start > limit and last_cut is not None and last_cut > start:
             pieces.append((start, last_cut))
             start = last_cut

@@ -1,0 +1,103 @@
+"""Traditional Chinese: the model reads a simplified view of each chunk; its edits go back in the original script.
+
+The networks were trained on simplified text. A chunk with traditional characters is converted with
+OpenCC (``t2s``) character for character (the view has the chunk's length and only Han characters
+differ), corrected, and each edit is mapped back:
+
+- the edit keeps the original character as its source;
+- its target is written in traditional script (OpenCC ``s2t`` on the corrected view, so a phrase such
+  as 我们 gives 我們), checked to simplify back to what the model chose;
+- an edit that would only change the script of the original character (one simplifies to the other)
+  is dropped: a spelling corrector never converts a correct character.
+
+A chunk that OpenCC leaves unchanged is simplified already and is corrected as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Protocol
+
+from .text import is_cjk
+from .types import CorrectorError, Edit
+
+
+class _Converter(Protocol):
+    def convert(self, text: str) -> str: ...
+
+
+@cache
+def _converter(config: str) -> _Converter:
+    try:
+        import opencc
+    except ImportError:  # pragma: no cover - a base dependency
+        raise CorrectorError("traditional Chinese needs OpenCC: pip install opencc-py") from None
+    return opencc.OpenCC(config)
+
+
+def to_simplified(text: str) -> str:
+    return _converter("t2s").convert(text)
+
+
+def to_traditional(text: str) -> str:
+    return _converter("s2t").convert(text)
+
+
+@dataclass(frozen=True)
+class ScriptView:
+    """A chunk (``original``) and what the model reads (``text``, same length)."""
+
+    original: str
+    text: str
+
+    @property
+    def traditional(self) -> bool:
+        return self.text != self.original
+
+
+def simplified_view(chunk: str) -> ScriptView:
+    """The chunk in simplified script, position for position (non-Han characters never change)."""
+    if not any(is_cjk(c) for c in chunk):
+        return ScriptView(chunk, chunk)
+    converted = to_simplified(chunk)
+    if len(converted) != len(chunk):  # a phrase changed length: convert character by character instead
+        converted = "".join(_one_char(to_simplified(c), c) for c in chunk)
+    view = "".join(s if is_cjk(o) and is_cjk(s) else o for o, s in zip(chunk, converted))
+    return ScriptView(chunk, view)
+
+
+def restore_edits(view: ScriptView, edits: list[Edit]) -> list[Edit]:
+    """Edits on the simplified view (chunk positions) as edits on the original chunk."""
+    if not view.traditional or not edits:
+        return edits
+    corrected = list(view.text)
+    for e in edits:
+        corrected[e.position] = e.target
+    traditional = to_traditional("".join(corrected))
+    aligned = len(traditional) == len(corrected)
+    out = []
+    for e in edits:
+        source = view.original[e.position]
+        target = _traditional_form(e.target, traditional[e.position] if aligned else None)
+        if not _same_character(source, target):
+            out.append(Edit(e.position, source, target, e.confidence, e.reason))
+    return out
+
+
+def _traditional_form(simplified: str, in_context: str | None) -> str:
+    """The traditional character for the model's ``simplified`` choice: the one OpenCC wrote in
+    context when it simplifies back to it, else the character's own conversion, else unchanged."""
+    for cand in (in_context, _one_char(to_traditional(simplified), simplified)):
+        if cand is not None and is_cjk(cand) and to_simplified(cand) == simplified:
+            return cand
+    return simplified
+
+
+def _same_character(a: str, b: str) -> bool:
+    """The same character or two scripts of one character (both simplify to the same one)."""
+    return a == b or to_simplified(a) == to_simplified(b)
+
+
+def _one_char(converted: str, fallback: str) -> str:
+    return converted if len(converted) == 1 else fallback

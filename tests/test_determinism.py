@@ -1,0 +1,109 @@
+"""Results never depend on batch composition, batch size, padding or thread count (issue 13, point 1)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+
+import numpy as np
+import pytest
+from conftest import FORCE_EDITS, SAMPLE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corrector import Corrector
+from corrector.runtime import OnnxNetworks
+
+TEXTS = st.lists(st.text(alphabet=st.sampled_from(SAMPLE + "，。！a1 "), min_size=1, max_size=90),
+                 min_size=1, max_size=12)
+
+
+@pytest.fixture(scope="module")
+def static_bundle(tiny_bundle, tmp_path_factory):
+    """The tiny bundle with statically quantised int8 graphs (training.quantize)."""
+    from training.quantize import requantize_bundle
+
+    out = tmp_path_factory.mktemp("static") / "tiny"
+    shutil.copytree(tiny_bundle, out)
+    requantize_bundle(out, ["今天天气很好，我们去公园散步吧。", "他已经知道自己错了", "中国人民银行北京上海"] * 4)
+    return out
+
+
+def _networks(bundle, precision: str, threads: int = 0) -> OnnxNetworks:
+    return Corrector.load(bundle, device="cpu", precision=precision, threads=threads).networks
+
+
+def _rows_alone_vs_batched(net: OnnxNetworks, seed: int) -> None:
+    """Each row run alone (unpadded, its own positions) equals the same row inside a random padded batch."""
+    rng = np.random.default_rng(seed)
+    vocab = 21128
+    rows = [rng.integers(104, vocab, int(rng.integers(4, 40))) for _ in range(int(rng.integers(2, 9)))]
+    width = max(len(r) for r in rows) + int(rng.integers(0, 6))
+    ids = np.zeros((len(rows), width), np.int64)
+    attn = np.zeros_like(ids)
+    n_pos = [int(rng.integers(1, len(r) - 1)) for r in rows]
+    pos = np.zeros((len(rows), max(n_pos)), np.int64)
+    for i, (r, p) in enumerate(zip(rows, n_pos)):
+        ids[i, : len(r)], attn[i, : len(r)] = r, 1
+        pos[i, :p] = np.sort(rng.choice(np.arange(1, len(r) - 1), p, replace=False))
+    rtd, lp = net.discriminate(ids, attn), net.generate(ids, attn, pos)
+    for i, (r, p) in enumerate(zip(rows, n_pos)):
+        one_ids, one_attn = ids[i : i + 1, : len(r)], attn[i : i + 1, : len(r)]
+        assert np.array_equal(net.discriminate(one_ids, one_attn)[0], rtd[i, : len(r)])
+        assert np.array_equal(net.generate(one_ids, one_attn, pos[i : i + 1, :p])[0], lp[i, :p])
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_network_rows_never_mix(tiny_bundle, precision):
+    """int8 here is the dynamically quantised copy: run on a whole batch its scales would mix the rows."""
+    net = _networks(tiny_bundle, precision)
+    assert net.precision == precision and net.rows_alone == (precision == "int8")
+    for seed in range(5):
+        _rows_alone_vs_batched(net, seed)
+
+
+def test_static_int8_rows_never_mix_in_whole_batches(static_bundle):
+    net = _networks(static_bundle, "int8")
+    assert net.precision == "int8" and not net.rows_alone  # whole padded batches, one call
+    for seed in range(5):
+        _rows_alone_vs_batched(net, seed)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_thread_count_changes_nothing(tiny_bundle, precision):
+    rng = np.random.default_rng(0)
+    ids = rng.integers(104, 21128, (6, 30))
+    attn = np.ones_like(ids)
+    attn[2, 20:] = 0
+    pos = np.tile(np.arange(1, 20), (6, 1))
+    one, four = _networks(tiny_bundle, precision, 1), _networks(tiny_bundle, precision, 4)
+    assert np.array_equal(one.discriminate(ids, attn), four.discriminate(ids, attn))
+    assert np.array_equal(one.generate(ids, attn, pos), four.generate(ids, attn, pos))
+
+
+@pytest.fixture(scope="module", params=["fp32", "int8", "int8-static"])
+def forced(request, tiny_bundle, static_bundle):
+    bundle = static_bundle if request.param == "int8-static" else tiny_bundle
+    return Corrector.load(bundle, device="cpu", precision=request.param.split("-")[0], **FORCE_EDITS)
+
+
+@settings(max_examples=25, deadline=None)
+@given(texts=TEXTS, seed=st.integers(0, 2**16))
+def test_texts_alone_or_in_any_batch_get_identical_results(forced, texts, seed):
+    alone = [forced.correct(t) for t in texts]
+    rng = random.Random(seed)
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    others = ["".join(rng.choice(SAMPLE) for _ in range(rng.randint(1, 120))) for _ in range(rng.randint(0, 6))]
+    mixed = [texts[i] for i in order] + others
+    rng.shuffle(mixed)
+    got = forced.correct_batch(mixed, batch_size=rng.randint(1, 16))
+    by_text = {}
+    for t, c in zip(mixed, got):
+        by_text.setdefault(t, c)
+    assert [by_text[t].to_dict() for t in texts] == [c.to_dict() for c in alone]
+
+
+def test_the_forced_corrector_edits(forced):
+    """The property above compares edits, not empty results."""
+    assert len(forced.correct(SAMPLE[:40]).edits) >= 5
