@@ -36,7 +36,7 @@ GROUPS = {
     "dictionary words": ("word",),
     "name-likeness": ("name",),
 }
-GRID = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+GRID = [0.5, 0.55, 0.6, 0.65, 0.7]
 
 
 def scores(fix: Corrector, pairs: list[tuple[str, str]], **settings) -> dict:

@@ -340,5 +340,5 @@ def test_default_bundle_corrects_the_readme_example_and_stays_small():
     fix = Corrector.load(bundle, device="cpu")
     assert fix.correct("我门一起去吃饭吧。").target == "我们一起去吃饭吧。"  # the README's quick start
     assert fix.correct("我们明天在公园见面，不见不散。").edits == []
-    assert fix.networks.precision == fix.bundle.manifest["cpu_onnx"] == "int8"
-    assert sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()) < 120e6
+    assert fix.networks.precision == fix.bundle.manifest.cpu_onnx == "int8"
+    assert sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()) <= 160e6  # the issue-10 budget: networks, LM, candidates, ranker

@@ -122,8 +122,8 @@ def test_readme_training_commands_run_as_written(tmp_path):
     out = fixer.correct(text)
     assert len(out.target) == len(text) and out.target.endswith("，hello！")
     assert fixer.name == "bundle"
-    assert fixer.bundle.manifest["provenance"]["pretraining"]["tokens_seen"] > 0
-    assert [st["steps"] for st in fixer.bundle.manifest["provenance"]["finetune_stages"]] == [4]  # step 5 under 5b
+    assert fixer.bundle.manifest.provenance["pretraining"]["tokens_seen"] > 0
+    assert [st["steps"] for st in fixer.bundle.manifest.provenance["finetune_stages"]] == [4]  # step 5 under 5b
     assert fixer.bundle.corrector_defaults["threshold"] == report["threshold"]
     assert fixer.networks.precision == report["onnx"] == "int8"
 
