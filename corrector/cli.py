@@ -185,7 +185,7 @@ def _explain_text(ex) -> str:
         if not c.editable:
             continue
         cands = " ".join(f"{k.char}({k.score:.2f},p={k.generator_prob:.3f})" for k in c.candidates)
-        rows.append(f"{c.position:>5} {c.char} rtd={c.rtd_prob:.3f}  {cands}")
+        rows.append(f"{c.position:>5} {c.char} rtd={c.rtd_prob:.3f} keep={c.keep_prob:.2f}  {cands}  [{c.decision}]")
     return "\n".join(rows) + "\n"
 
 

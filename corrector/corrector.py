@@ -215,14 +215,13 @@ class Corrector:
         pos = np.zeros((len(batch), width), dtype=np.int64)
         for r, t in enumerate(tokens):
             pos[r, : len(t)] = t
-        lp = self.networks.generate(ids, attn, pos)
+        lp = self.networks.generate_at(ids, attn, pos)  # (sites, V), rows in (chunk, position) order
         chunk_i = np.concatenate([np.full(len(t), r, np.int64) for r, t in enumerate(tokens)])
         tok = np.concatenate([np.asarray(t, np.int64) for t in tokens])
         char = np.array([batch[r].enc.char_pos[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)
         src = [batch[r].text[p] for r, p in zip(chunk_i, char)]
         src_id = np.array([batch[r].enc.ids[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)
-        col = np.concatenate([np.arange(len(t)) for t in tokens])
-        return Sites(chunk_i, char, src, src_id, rtd[chunk_i, tok].astype(np.float32), lp[chunk_i, col])
+        return Sites(chunk_i, char, src, src_id, rtd[chunk_i, tok].astype(np.float32), lp)
 
     def _gather_score(self, batch: list[_Chunk], cfg: CorrectorConfig) -> tuple[Sites, Rows, list | None]:
         sites = self._sites(batch)

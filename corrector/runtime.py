@@ -93,14 +93,18 @@ class OnnxNetworks:
         """Log-probabilities over the vocabulary at the given token positions, shape (B, P, V).
 
         Position 0 ([CLS]) is never asked for: a row's trailing zeros are padding."""
+        return _log_softmax(self._generator_logits(ids, attn, positions))
+
+    def generate_at(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Log-probabilities at the asked positions only (the non-zero ones, row by row), shape (N, V):
+        no work is spent normalising padding."""
+        logits = self._generator_logits(ids, attn, positions)
+        return _log_softmax(logits[positions > 0])
+
+    def _generator_logits(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
         if self.rows_alone:
-            logits = self._generate_rows(ids, attn, positions)
-        else:
-            (logits,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
-        logits = logits.astype(np.float32, copy=False)
-        logits -= logits.max(-1, keepdims=True)
-        z = np.exp(logits).sum(-1, keepdims=True)
-        logits -= np.log(z)
+            return self._generate_rows(ids, attn, positions)
+        (logits,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
         return logits
 
     def _generate_rows(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -127,3 +131,12 @@ def _check_io(sess, path: Path, inputs: list[str]) -> None:
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -30, 30)))
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    """In place over the last axis (float32)."""
+    logits = logits.astype(np.float32, copy=False)
+    logits -= logits.max(-1, keepdims=True)
+    z = np.exp(logits).sum(-1, keepdims=True)
+    logits -= np.log(z)
+    return logits

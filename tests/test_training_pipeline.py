@@ -67,6 +67,9 @@ TINY = {
     "finetune": dict.fromkeys(("--max-minutes", "--max-steps"),
                               ["--max-steps", "4", "--batch-size", "4", "--eval-every", "2"]),
     "make_csc_data": {"--n": ["--n", "60"], "--holdout": ["--holdout", "5"]},
+    "char_lm": {"--prune": ["--prune", "0,0,0,0", "--vocab-size", "300"]},
+    "candidates": {"--holdout": ["--holdout", "5"]},
+    "ranker": {"--holdout": ["--holdout", "5"]},
 }
 
 
@@ -97,8 +100,9 @@ def test_readme_training_commands_run_as_written(tmp_path):
     commands = readme_training_commands()
     modules = [c[2] for c in commands]
     assert modules == ["training.prepare", "training.similarity", "training.pretrain", "training.make_csc_data",
-                       "training.finetune", "training.finetune", "training.export", "training.evaluate",
-                       "training.export", "training.evaluate", "training.evaluate"]
+                       "training.finetune", "training.finetune", "training.export", "training.char_lm",
+                       "training.candidates", "training.export", "training.ranker", "training.export",
+                       "training.evaluate"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for cmd in commands:
         assert cmd[0] == "python"
@@ -111,7 +115,8 @@ def test_readme_training_commands_run_as_written(tmp_path):
     train_pairs = [line.split("\t") for line in (runs / "csc" / "train.tsv").read_text(encoding="utf-8").splitlines()]
     assert train_pairs and all(len(s) == len(t) for s, t in train_pairs)
     assert len((runs / "csc" / "dev.tsv").read_text(encoding="utf-8").splitlines()) == 5
-    assert "threshold" in json.loads((runs / "defaults.json").read_text(encoding="utf-8"))
+    ranker = json.loads((runs / "bundle" / "ranker.json").read_text(encoding="utf-8"))
+    assert ranker["meta"]["fitted"] and 0.0 <= ranker["threshold"] <= 1.0
     report = json.loads((runs / "sighan15.json").read_text(encoding="utf-8"))
     assert 0.0 <= report["sentence_correction"]["f1"] <= 1.0
 
@@ -124,7 +129,8 @@ def test_readme_training_commands_run_as_written(tmp_path):
     assert fixer.name == "bundle"
     assert fixer.bundle.manifest.provenance["pretraining"]["tokens_seen"] > 0
     assert [st["steps"] for st in fixer.bundle.manifest.provenance["finetune_stages"]] == [4]  # step 5 under 5b
-    assert fixer.bundle.corrector_defaults["threshold"] == report["threshold"]
+    assert fixer.ranker.threshold == ranker["threshold"] and fixer.has_lm  # the evidence the README block made
+    assert fixer.bundle.manifest.lm["order"] == 4 and fixer.bundle.manifest.ranker["fitted"]
     assert fixer.networks.precision == report["onnx"] == "int8"
 
 

@@ -143,10 +143,10 @@ def pinyin_matrix(pool: list[str], tables: SimilarityTables, graded: GradedPinyi
 
 
 def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, min_pinyin: float = 0.3,
-          min_shape: float = 0.3) -> dict:
+          min_shape: float = 0.3, holdout: int = 1000) -> dict:
     t0 = time.time()
     tables = SimilarityTables.load(similarity)
-    pairs = train_pairs(data_dir)
+    pairs = train_pairs(data_dir, holdout)
     ini, fin = fit_part_similarity(pairs, tables)
     graded = GradedPinyin(ini, fin)
     pool = pool_chars(tables, pool_size)
@@ -237,8 +237,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pool-size", type=int, default=6000, help="candidates come from this many most frequent chars")
     ap.add_argument("--min-pinyin", type=float, default=0.3)
     ap.add_argument("--min-shape", type=float, default=0.3)
+    ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
     a = ap.parse_args(argv)
-    meta = build(a.similarity, a.data, a.out, a.pool_size, a.min_pinyin, a.min_shape)
+    meta = build(a.similarity, a.data, a.out, a.pool_size, a.min_pinyin, a.min_shape, a.holdout)
     print(f"{meta['sources']:,} source chars, {meta['pairs']:,} candidate pairs, {meta['seconds']} s → {a.out}")
 
 

@@ -295,16 +295,18 @@ def main(argv: list[str] | None = None) -> None:
                          "each of the two variants is tried on dev")
     ap.add_argument("--max-fpr", type=float, default=0.08, help="most error-free dev sentences changed")
     ap.add_argument("--limit", type=int, default=0, help="use only this many training pairs (quick runs)")
+    ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split "
+                    "(as training.make_csc_data --holdout, same seed)")
     ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
     a = ap.parse_args(argv)
     t0 = time.time()
     fix = Corrector.load(a.model, device="cpu", threshold=1.0)
-    train = train_pairs(a.data)
+    train = train_pairs(a.data, a.holdout)
     if a.limit:
         train = train[: a.limit]
-    dev = dev_pairs(a.data)
+    dev = dev_pairs(a.data, a.holdout)
     report: dict = {"train_pairs": len(train), "dev_pairs": len(dev), "shortlist": a.shortlist}
 
     def cached(name: str, make) -> Table:

@@ -30,16 +30,16 @@ def sighan_holdout(data_dir: Path, holdout: int = HOLDOUT, seed: int = SEED) -> 
     return [p for p in pairs[holdout:] if p[1] not in targets], held
 
 
-def dev_pairs(data_dir: Path) -> list[Pair]:
+def dev_pairs(data_dir: Path, holdout: int = HOLDOUT) -> list[Pair]:
     """The held-out pairs, then each distinct target as an error-free pair."""
-    _, held = sighan_holdout(data_dir)
+    _, held = sighan_holdout(data_dir, holdout)
     clean = list(dict.fromkeys(t for _, t in held))
     return held + [(t, t) for t in clean]
 
 
-def train_pairs(data_dir: Path) -> list[Pair]:
+def train_pairs(data_dir: Path, holdout: int = HOLDOUT) -> list[Pair]:
     """Real pairs the decoder's statistics and ranker are fitted on (never the dev split or a test)."""
-    rest, held = sighan_holdout(data_dir)
+    rest, held = sighan_holdout(data_dir, holdout)
     targets = {t for _, t in held}
     hard, _ = read_pairs(Path(data_dir) / CSC_HARD_TRAIN)
     return rest + [p for p in hard if p[1] not in targets]
