@@ -288,7 +288,7 @@ class Evidence:
                     if min(ids) >= 0:
                         key = ids[0] * V + ids[1] if len(w) == 2 else (ids[0] * V + ids[1]) * V + ids[2]
                         pairs[len(w)].append((key, math.log1p(f)))
-            out = []
+            out: list[np.ndarray] = []
             for n in (2, 3):
                 arr = np.array(sorted(pairs[n]), dtype=np.float64).reshape(-1, 2)
                 out += [arr[:, 0].astype(np.int64), arr[:, 1].astype(np.float32)]
