@@ -300,8 +300,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
+    ap.add_argument("--reliability-only", action="store_true",
+                    help="only print the bundle's reliability table on dev (and draw --plot)")
     a = ap.parse_args(argv)
     t0 = time.time()
+    if a.reliability_only:
+        for row in reliability(Corrector.load(a.model, device="cpu"), dev_pairs(a.data, a.holdout), a.plot):
+            print(json.dumps(row))
+        return
     fix = Corrector.load(a.model, device="cpu", threshold=1.0)
     train = train_pairs(a.data, a.holdout)
     if a.limit:
