@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from corrector import Corrector
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 SAMPLE = (
@@ -108,3 +114,27 @@ def build_tiny_lm(out: Path, order: int = 3) -> Path:
 @pytest.fixture(scope="session")
 def tiny_lm(tmp_path_factory) -> Path:
     return build_tiny_lm(tmp_path_factory.mktemp("lm") / "lm")
+
+
+@pytest.fixture(scope="session")
+def forced_bundle(tiny_bundle, tmp_path_factory) -> Path:
+    """The tiny bundle with manifest defaults that force edits, so CLI and batch output visibly differ from input."""
+    out = Path(shutil.copytree(tiny_bundle, tmp_path_factory.mktemp("forced") / "forced"))
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest["corrector_defaults"] = FORCE_EDITS
+    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return out
+
+
+@pytest.fixture(scope="session")
+def forced(forced_bundle) -> Corrector:
+    """A Corrector on :func:`forced_bundle` (some test files define their own ``forced``)."""
+    from corrector import Corrector
+
+    return Corrector.load(forced_bundle, device="cpu")
+
+
+@pytest.fixture
+def model(forced_bundle) -> list[str]:
+    """CLI arguments that select :func:`forced_bundle` on the CPU."""
+    return ["--model", str(forced_bundle), "--device", "cpu"]

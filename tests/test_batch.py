@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import FORCE_EDITS
 
 from corrector import Corrector
 from corrector.batch import command, shards
@@ -55,25 +54,6 @@ def failed(r: Run, *words: str) -> str:
 def run_here(*args: str | Path) -> None:
     """The batch command in this process (shares this process's Ray runtime)."""
     assert command.run_batch([str(a) for a in args]) == 0
-
-
-@pytest.fixture(scope="module")
-def forced_bundle(tiny_bundle, tmp_path_factory) -> Path:
-    out = Path(shutil.copytree(tiny_bundle, tmp_path_factory.mktemp("batch") / "forced"))
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    manifest["corrector_defaults"] = FORCE_EDITS
-    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    return out
-
-
-@pytest.fixture(scope="module")
-def forced(forced_bundle) -> Corrector:
-    return Corrector.load(forced_bundle, device="cpu")
-
-
-@pytest.fixture
-def model(forced_bundle) -> list[str]:
-    return ["--model", str(forced_bundle), "--device", "cpu"]
 
 
 def part_files(out: Path) -> list[Path]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import FORCE_EDITS, SAMPLE
+from conftest import SAMPLE
 
 from corrector import Corrector
 
@@ -51,26 +51,6 @@ def failed(r: Run, *words: str) -> str:
     for w in words:
         assert w in lines[0]
     return lines[0]
-
-
-@pytest.fixture(scope="module")
-def forced_bundle(tiny_bundle, tmp_path_factory) -> Path:
-    """The tiny bundle with manifest defaults that force edits, so CLI output visibly differs from input."""
-    out = Path(shutil.copytree(tiny_bundle, tmp_path_factory.mktemp("cli") / "forced"))
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    manifest["corrector_defaults"] = FORCE_EDITS
-    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    return out
-
-
-@pytest.fixture(scope="module")
-def forced(forced_bundle) -> Corrector:
-    return Corrector.load(forced_bundle, device="cpu")
-
-
-@pytest.fixture
-def model(forced_bundle) -> list[str]:
-    return ["--model", str(forced_bundle), "--device", "cpu"]
 
 
 def expected_lines(fix: Corrector, lines: list[str], **kw) -> str:
