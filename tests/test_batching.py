@@ -144,7 +144,7 @@ def test_a_timed_out_request_gets_no_further_units():
 
     asyncio.run(go())
     ran = [t[0] for texts, _ in fake.calls for t in texts if t != "after"]
-    assert 2 <= len(ran) <= 4, ran  # the units before the timeout and the one running at it; not the other 6+
+    assert 1 <= len(ran) <= 4, ran  # what ran before the timeout and the unit running at it (fewer on a busy machine); never the other 6+
     assert fake.calls[-1][0] == ["after"]
 
 
