@@ -105,7 +105,7 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
             onnx=onnx_info,
             cpu_onnx="int8" if cpu_onnx == "int8" else "fp32",
             provenance=portable(provenance or {}),
-            metrics=metrics or {},
+            metrics=portable(metrics or {}),
             corrector_defaults=corrector_defaults or {},
         )
         if evidence is not None:
@@ -155,7 +155,7 @@ def _finish(tmp: Path, out: Path, manifest: Manifest) -> None:
 
 
 def portable(provenance: dict) -> dict:
-    """The provenance without this machine's paths: an absolute path keeps only its last component."""
+    """Provenance or metrics without this machine's paths: an absolute path keeps only its last component."""
     def clean(v):
         if isinstance(v, dict):
             return {k: clean(x) for k, x in v.items()}
@@ -178,7 +178,7 @@ def update_bundle(bundle: Path, evidence: Evidence, metrics: dict | None = None,
         evidence.copy_into(tmp, manifest)
         manifest.provenance = portable(manifest.provenance)
         if metrics is not None:
-            manifest.metrics = metrics
+            manifest.metrics = portable(metrics)
         if corrector_defaults is not None:
             manifest.corrector_defaults = corrector_defaults
         _finish(tmp, bundle, manifest)
