@@ -51,27 +51,6 @@ class CandidateTable:
         z = np.zeros(0, dtype=np.float32)
         return cls([], np.zeros(1, dtype=np.int32), [], z, z, z)
 
-    def best(self, weights: dict[str, float], cap: int) -> CandidateTable:
-        """The ``cap`` best candidates of each source by a static score (weights over "pinyin", "shape"
-        and "confusions", the last on log(1 + count)), in that order."""
-        n = len(self.candidates)
-        if n == 0 or cap <= 0:
-            return self
-        score = (weights.get("pinyin", 0.0) * self.pinyin + weights.get("shape", 0.0) * self.shape
-                 + weights.get("confusions", 0.0) * np.log1p(self.count))
-        group = np.repeat(np.arange(len(self.offsets) - 1), np.diff(self.offsets))
-        order = np.lexsort((-score, group))
-        rank = np.arange(n) - self.offsets[group[order]]
-        keep = order[rank < cap]
-        counts = np.bincount(group[keep], minlength=len(self.offsets) - 1)
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        sources = [""] * len(self.row)
-        for c, i in self.row.items():
-            sources[i] = c
-        cands = [self.candidates[k] for k in keep.tolist()]
-        return CandidateTable(sources, offsets, cands, self.pinyin[keep], self.shape[keep], self.count[keep],
-                              self.written, self.variants)
-
     def written_count(self, source: str) -> float:
         i = self.row.get(source)
         return 0.0 if i is None else float(self.written[i])

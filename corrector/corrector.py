@@ -108,7 +108,6 @@ class Corrector:
                 ranker = RankerWeights.from_dict(json.loads(bundle.file(RANKER).read_text(encoding="utf-8")))
             except (OSError, ValueError, KeyError, TypeError) as e:
                 raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
-        candidates = candidates.best(ranker.shortlist, int(ranker.meta.get("static_cap", 0)))
         if "shortlist" not in settings and "shortlist" not in bundle.corrector_defaults and "shortlist" in ranker.meta:
             config = config.with_overrides(shortlist=int(ranker.meta["shortlist"]))  # what the ranker was chosen with
         evidence = Evidence(read_vocab_list(bundle.vocab_path), candidates, tables, char_lm)

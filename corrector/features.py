@@ -88,6 +88,9 @@ class Evidence:
         freq = np.array([tables.frequency(t) if len(t) == 1 else 0 for t in self.vocab])
         cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
         self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
+        # per vocab id: how often the character was written in the real training pairs (error_rate's denominator)
+        self.written = np.array([candidates.written_count(t) if len(t) == 1 else 0.0 for t in self.vocab],
+                                dtype=np.float32)
         ids = np.flatnonzero(self.proposable)
         self.proposable_span = (int(ids.min()), int(ids.max()) + 1) if len(ids) else (0, 0)
         self._words: dict[str, int] | None = None
@@ -203,8 +206,7 @@ class Evidence:
             return out
 
         count = at(self.table.count)
-        written = np.array([self.table.written_count(c) for c in sites.src], dtype=np.float32)[site] if len(site) \
-            else np.zeros(0, np.float32)
+        written = self.written[sites.src_id[site]]
         return {
             "gen_lp": sites.logprobs[site, vid],
             "pinyin": at(self.table.pinyin),
