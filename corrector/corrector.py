@@ -208,13 +208,12 @@ class Corrector:
         """Run both networks on a batch of chunks; one site per editable, unprotected character."""
         seqs = [c.enc.ids for c in batch]
         ids, attn = _pad(seqs)
-        rtd = self.networks.discriminate(ids, attn)
         tokens = [[t for t, p in enumerate(c.enc.char_pos) if p >= 0 and p not in c.protected] for c in batch]
         width = max(len(t) for t in tokens)
         pos = np.zeros((len(batch), width), dtype=np.int64)
         for r, t in enumerate(tokens):
             pos[r, : len(t)] = t
-        lp = self.networks.generate_at(ids, attn, pos)  # (sites, V), rows in (chunk, position) order
+        rtd, lp = self.networks.run(ids, attn, pos)  # lp: (sites, V), rows in (chunk, position) order
         chunk_i = np.concatenate([np.full(len(t), r, np.int64) for r, t in enumerate(tokens)])
         tok = np.concatenate([np.asarray(t, np.int64) for t in tokens])
         char = np.array([batch[r].enc.char_pos[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)

@@ -19,6 +19,7 @@ import numpy as np
 
 from .candidates import CandidateTable
 from .char_lm import BOS, EOS, PAD
+from .runtime import LogProbs
 from .similarity import SimilarityTables
 
 FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions", "error_rate", "freq", "word", "name",
@@ -47,7 +48,7 @@ class Sites:
     src: list[str]  # (n) the character there
     src_id: np.ndarray  # (n,) its vocab id
     rtd: np.ndarray  # (n,) the discriminator's P(replaced)
-    logprobs: np.ndarray  # (n, V) the generator's log-probabilities there
+    logprobs: LogProbs  # (n, V) the generator's log-probabilities there
 
     def __len__(self) -> int:
         return len(self.src)
@@ -55,7 +56,7 @@ class Sites:
     def take(self, keep: np.ndarray) -> Sites:
         """The sites where ``keep`` is true."""
         return Sites(self.chunk[keep], self.char[keep], [s for s, k in zip(self.src, keep) if k],
-                     self.src_id[keep], self.rtd[keep], self.logprobs[keep])
+                     self.src_id[keep], self.rtd[keep], self.logprobs.take(keep))
 
 
 @dataclass
@@ -178,19 +179,18 @@ class Evidence:
         found = (self.table_keys[pos] == key) & (src_row >= 0)
         return np.where(found, self.table_order[pos], -1)
 
-    def generator_top(self, logprobs: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    def generator_top(self, logprobs: LogProbs, top_k: int) -> tuple[np.ndarray, np.ndarray]:
         """(site, vid) of each site's ``top_k`` most probable proposable characters, among those within
         GEN_MARGIN nats of the site's best (far less work than a partition over the whole vocabulary)."""
-        if top_k == 0 or logprobs.shape[0] == 0:
+        if top_k == 0 or len(logprobs) == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        best = logprobs.max(1)
         lo, hi = self.proposable_span  # proposable ids all lie in [lo, hi): scan only that window
-        site, vid = np.nonzero(logprobs[:, lo:hi] > (best - GEN_MARGIN)[:, None])
+        site, vid = np.nonzero(logprobs.logits[:, lo:hi] > (logprobs.best - GEN_MARGIN)[:, None])
         vid = vid + lo
         ok = self.proposable[vid]
         site, vid = site[ok], vid[ok]
-        lp = logprobs[site, vid]
+        lp = logprobs.at(site, vid)
         order = np.lexsort((vid, -lp, site))
         site, vid = site[order], vid[order]
         rank = np.arange(len(site)) - np.searchsorted(site, site, side="left")
@@ -208,7 +208,7 @@ class Evidence:
         count = at(self.table.count)
         written = self.written[sites.src_id[site]]
         return {
-            "gen_lp": sites.logprobs[site, vid],
+            "gen_lp": sites.logprobs.at(site, vid),
             "pinyin": at(self.table.pinyin),
             "shape": at(self.table.shape),
             "confusions": np.log1p(count),

@@ -77,8 +77,15 @@ def test_thread_count_changes_nothing(tiny_bundle, precision):
     attn[2, 20:] = 0
     pos = np.tile(np.arange(1, 20), (6, 1))
     one, four = _networks(tiny_bundle, precision, 1), _networks(tiny_bundle, precision, 4)
+    assert one.workers == 1 and four.workers == (4 if precision == "int8" else 1)  # int8: rows side by side
     assert np.array_equal(one.discriminate(ids, attn), four.discriminate(ids, attn))
     assert np.array_equal(one.generate(ids, attn, pos), four.generate(ids, attn, pos))
+    rtd_1, lp_1 = one.run(ids, attn, pos)
+    rtd_4, lp_4 = four.run(ids, attn, pos)
+    assert np.array_equal(rtd_1, rtd_4) and np.array_equal(lp_1.logits, lp_4.logits)
+    assert np.array_equal(rtd_1, one.discriminate(ids, attn))  # both networks at once = each alone
+    np.testing.assert_allclose(lp_1.dense(), one.generate(ids, attn, pos).reshape(-1, lp_1.vocab_size),
+                               atol=1e-5)
 
 
 @pytest.fixture(scope="module", params=["fp32", "int8", "int8-static"])

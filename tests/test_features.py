@@ -10,6 +10,7 @@ import pytest
 from corrector.candidates import CandidateTable
 from corrector.char_lm import CharLM
 from corrector.features import COL, FEATURES, Evidence, Sites, _name_like
+from corrector.runtime import LogProbs
 from corrector.similarity import SimilarityTables
 
 VOCAB = ["[PAD]", "[UNK]", "x", *"今天气汽器七张三北京市很好田"]
@@ -38,7 +39,7 @@ def sites_of(text: str, logprobs: dict[str, float] | None = None, default: float
         lp[:, VID[c]] = v
     src = [text[i] for i in pos]
     return Sites(np.zeros(len(pos), np.int64), np.array(pos, np.int64), src, np.array([VID[c] for c in src]),
-                 np.full(len(pos), 0.5, np.float32), lp)
+                 np.full(len(pos), 0.5, np.float32), LogProbs(lp, lp.max(1), np.zeros(len(pos), np.float32)))
 
 
 def pairs(ev: Evidence, sites: Sites, short: tuple[np.ndarray, ...]) -> list[tuple[str, str]]:
@@ -237,3 +238,21 @@ def test_without_frequencies_every_chinese_character_may_be_proposed():
     sites = sites_of("汽", {"田": -0.1, "x": -0.05, "张": -0.2})
     assert sorted(pairs(ev, sites, ev.shortlist(sites, {}, size=8, top_k=2, custom={}))) == [("汽", "张"), ("汽", "田")]
     assert [VOCAB[v] for v in np.flatnonzero(evidence().proposable)] == list("今天气汽器七张三北京市很好")  # 田: frequency 0
+
+
+def test_generator_log_probs_without_the_dense_matrix():
+    """LogProbs keeps logits and each row's normaliser: entries equal a log-softmax, whatever rows come with it."""
+    from corrector.runtime import _log_softmax
+
+    rng = np.random.default_rng(0)
+    logits = (rng.standard_normal((LogProbs.BLOCK * 2 + 3, 500)) * 4).astype(np.float32)
+    lp = LogProbs.from_logits(logits)
+    want = _log_softmax(logits.copy())
+    np.testing.assert_allclose(lp.dense(), want, atol=1e-5)
+    rows, cols = np.array([0, 5, 34, 34]), np.array([3, 499, 0, 7])
+    np.testing.assert_allclose(lp.at(rows, cols), want[rows, cols], atol=1e-5)
+    np.testing.assert_array_equal(lp.best, logits.max(1))
+    tail = LogProbs.from_logits(logits[17:])  # other block boundaries: the same numbers, bit for bit
+    np.testing.assert_array_equal(tail.logz, lp.logz[17:])
+    np.testing.assert_array_equal(lp.take(np.arange(len(logits)) % 2 == 0).logz, lp.logz[::2])
+    assert lp.without_logits().logits.shape == (len(logits), 0)

@@ -212,7 +212,7 @@ def sweep(fix: Corrector, pairs: list[tuple[str, str]], thresholds: list[float],
     for batch in fix._batches(chunks, cfg):
         sites, rows, lm_ids = fix._gather_score(batch, cfg)
         # the decisions need no generator distribution (its features are in rows.X): drop it, it is large
-        gathered.append((batch, replace(sites, logprobs=sites.logprobs[:, :0]), rows, lm_ids))
+        gathered.append((batch, replace(sites, logprobs=sites.logprobs.without_logits()), rows, lm_ids))
     out = []
     for th in thresholds:
         cfg_th = cfg.with_overrides(threshold=th)
