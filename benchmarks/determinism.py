@@ -29,7 +29,11 @@ def load(model: Path | None, option: str, threads: int):
         raise SystemExit(f"{fix.bundle.path} has no static int8 graphs (python -m training.quantize)")
     if option in ("int8-dynamic", "int8-rows") and fix.bundle.int8_static:
         raise SystemExit(f"{fix.bundle.path} has static int8 graphs; pass a bundle with dynamic ones")
-    fix.networks.rows_alone = option == "int8-rows"
+    if option == "int8-dynamic":  # the same graphs, whole padded batches on ONNX Runtime's intra-op threads
+        from corrector.runtime import OnnxNetworks
+
+        fix.networks = OnnxNetworks(*fix.networks.files, device="cpu", threads=threads)
+    assert fix.networks.rows_alone == (option == "int8-rows")
     return fix
 
 

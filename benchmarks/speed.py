@@ -2,7 +2,7 @@
 
     python benchmarks/speed.py --data ../shared/data/csc/sighan15_test.tsv [--model DIR] [--threads 2]
 
-Prints sentences/s for batched correct_batch, per-sentence latency percentiles for correct(), and the
+Prints sentences/s for batched correct_batch (the best of ``--rounds`` passes), per-sentence latency percentiles for correct(), and the
 same for a torch eager loop (discriminator, then the generator's full output when any character
 scores above the Corrector's threshold, one sentence at a time), with the ratio from this one run.
 ``--precision`` picks the float or int8 ONNX graphs. Needs the 'train' extra for the torch side.
@@ -32,15 +32,17 @@ def percentiles(xs: list[float]) -> str:
 
 
 def bench_onnx(model: Path | None, texts: list[str], device: str, threads: int, batch: int,
-               precision: str = "auto", use_lm: bool = True) -> dict:
+               precision: str = "auto", use_lm: bool = True, rounds: int = 1) -> dict:
     from corrector import Corrector
 
     fix = Corrector.load(model, device=device, threads=threads, batch_size=batch, precision=precision, use_lm=use_lm)
     fix.correct_batch(texts[:batch])  # warm-up
-    t0 = time.perf_counter()
-    for s in range(0, len(texts), batch):
-        fix.correct_batch(texts[s : s + batch])
-    batched = len(texts) / (time.perf_counter() - t0)
+    batched = 0.0
+    for _ in range(rounds):  # the best pass: other work on a shared machine only ever slows one down
+        t0 = time.perf_counter()
+        for s in range(0, len(texts), batch):
+            fix.correct_batch(texts[s : s + batch])
+        batched = max(batched, len(texts) / (time.perf_counter() - t0))
     lat = []
     for t in texts:
         t1 = time.perf_counter()
@@ -82,6 +84,7 @@ def main() -> None:
                     help="ONNX graphs on CPU (auto = the bundle's recommendation)")
     ap.add_argument("--no-torch", action="store_true", help="skip the transformers baseline")
     ap.add_argument("--no-lm", action="store_true", help="decode without the character LM")
+    ap.add_argument("--rounds", type=int, default=3, help="batched passes; the best is reported")
     args = ap.parse_args()
     from corrector.model_path import default_model_path
 
@@ -89,7 +92,8 @@ def main() -> None:
     texts = read_sources(args.data, args.limit)
     chars = statistics.mean(len(t) for t in texts)
     print(f"{len(texts)} sentences ({chars:.1f} characters on average), model {model}")
-    onnx = bench_onnx(model, texts, args.device, args.threads, args.batch_size, args.precision, not args.no_lm)
+    onnx = bench_onnx(model, texts, args.device, args.threads, args.batch_size, args.precision, not args.no_lm,
+                      args.rounds)
     print(f"Corrector/ONNX ({onnx['provider']}): batched {onnx['batched_sps']:.1f} sent/s; "
           f"one at a time {onnx['single_sps']:.1f} sent/s, {percentiles(onnx['latency'])}")
     if not args.no_torch:
