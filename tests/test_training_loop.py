@@ -119,3 +119,19 @@ def test_step_runner_schedule_clipping_stop_and_checkpoint(tmp_path):
     runner2 = loop.StepRunner(model, opt, lr=0.1, warmup_steps=4, max_steps=20, ckpt_path=tmp_path / "ckpt.pt",
                               ckpt_every=100, state=dict, stop_after=5, step=ckpt["step"])
     assert runner2.run(micro_step, lambda *a: None).step == 12
+
+
+def test_finetune_batches_come_from_buckets_of_similar_length():
+    import numpy as np
+
+    from training.csc_data import EncodedPairs
+    from training.finetune import length_buckets
+
+    lengths = [7, 3, 9, 3, 5, 12, 4, 8, 6, 10]
+    data = EncodedPairs([np.zeros(n, np.int64) for n in lengths], [], [])
+    buckets = length_buckets(data, batch_size=2, batches_per_bucket=2)  # buckets of 4 pairs
+    assert [len(b) for b in buckets] == [4, 4, 2]
+    assert [[lengths[i] for i in b] for b in buckets] == [[3, 3, 4, 5], [6, 7, 8, 9], [10, 12]]
+    assert sorted(int(i) for b in buckets for i in b) == list(range(10))
+    (one,) = length_buckets(data, batch_size=2, batches_per_bucket=0)  # off: one bucket of every pair
+    assert len(one) == 10

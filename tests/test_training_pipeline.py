@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import platform
 import shlex
 import subprocess
 import sys
@@ -46,6 +47,28 @@ def test_prepare_writes_bert_layout_vocab_and_shards(prepared):
     assert vocab[1] == "[unused1]" and vocab[99] == "[unused99]"
     assert "精" in vocab and "致" in vocab
     assert (prepared / "data" / "train.bin").stat().st_size > 0
+
+
+def test_prepare_reuses_a_given_vocab(prepared, tmp_path):
+    """--vocab: the shards use that layout (e.g. the committed bundle's), whatever the corpus would build."""
+    vocab = (prepared / "data" / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    swapped = list(vocab)
+    i, j = swapped.index("精"), swapped.index("致")
+    swapped[i], swapped[j] = swapped[j], swapped[i]
+    (tmp_path / "vocab.txt").write_text("\n".join(swapped) + "\n", encoding="utf-8")
+    run("-m", "training.prepare", "--corpus", str(prepared / "tiny.txt.gz"), "--out", str(tmp_path / "data"),
+        "--vocab", str(tmp_path / "vocab.txt"))
+    assert (tmp_path / "data" / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1] == swapped
+    import numpy as np
+
+    ids = np.fromfile(tmp_path / "data" / "train.bin", dtype=np.uint16).tolist() + \
+        np.fromfile(tmp_path / "data" / "val.bin", dtype=np.uint16).tolist()
+    assert i in ids and j in ids  # 精 and 致 are both in the corpus, now under each other's id
+    (tmp_path / "short.txt").write_text("[PAD]\n", encoding="utf-8")
+    bad = subprocess.run([sys.executable, "-m", "training.prepare", "--corpus", str(prepared / "tiny.txt.gz"),
+                          "--out", str(tmp_path / "bad"), "--vocab", str(tmp_path / "short.txt")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "expected 21128" in bad.stderr
 
 
 def readme_training_commands() -> list[list[str]]:
@@ -170,6 +193,11 @@ def test_resumed_pretraining_refuses_recipe_flags_and_logs_schedule_flags(prepar
     assert "--max-steps 5 replaces the checkpoint's 4" in longer.stdout
     ckpt = torch.load(tmp_path / "ckpt.pt", weights_only=False)
     assert ckpt["step"] == 5 and ckpt["train_config"]["max_steps"] == 5 and ckpt["train_config"]["rtd_weight"] == 50
+    # the ledger: one row per invocation that trained (none for the refused one)
+    ledger = json.loads((tmp_path / "ledger.json").read_text(encoding="utf-8"))
+    assert [(r["step_from"], r["step_to"]) for r in ledger] == [(0, 2), (2, 5)]
+    assert ledger[0]["tokens_to"] == ledger[1]["tokens_from"] > 0 and ledger[1]["tokens_added"] > 0
+    assert all(r["hardware"].startswith(platform.machine()) for r in ledger)
 
 
 def test_collapsed_discriminator_stops_the_run_with_a_message(prepared, tmp_path):

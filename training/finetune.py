@@ -43,6 +43,7 @@ class FinetuneConfig:
     mask_prob: float = 0.5  # share of generator-trained positions shown as [MASK]
     copy_rate: float = 0.15  # share of correct characters the generator also learns to reproduce
     det_weight: float = 5.0  # detection loss weight
+    bucket_batches: int = 64  # batches' worth of pairs of similar length a batch is drawn from (0: any pairs)
     seed: int = 1234
     log_every: int = 20
     eval_every: int = 300
@@ -74,6 +75,16 @@ class CscModel(nn.Module):
         return {"loss": cor + det_weight * det, "cor": cor, "det": det, **stats}
 
 
+def length_buckets(data: EncodedPairs, batch_size: int, batches_per_bucket: int) -> list[np.ndarray]:
+    """Pair indices sorted by length, cut into buckets of ``batch_size * batches_per_bucket``: a batch drawn
+    from one bucket is padded to about its own length, not to the longest sentence of the whole set (two
+    to three times fewer tokens per step on these sentences of 5 to 120 characters). One bucket of all
+    pairs when ``batches_per_bucket`` is 0."""
+    order = np.argsort([len(x) for x in data.src], kind="stable")
+    size = batch_size * batches_per_bucket if batches_per_bucket > 0 else len(order)
+    return [order[s : s + size] for s in range(0, len(order), max(size, 1))]
+
+
 def generator_positions(src: np.ndarray, tgt: np.ndarray, editable: np.ndarray, rng: np.random.Generator,
                         cfg: FinetuneConfig) -> tuple[np.ndarray, np.ndarray]:
     wrong = (src != tgt) & editable
@@ -90,8 +101,9 @@ def dev_metrics(model: CscModel, dev: EncodedPairs, rt: loop.Runtime, threshold:
     model.eval()
     tp_d = fp_d = fn_d = 0
     sent_tp = sent_pred = sent_gold = 0
+    by_length = np.argsort([len(x) for x in dev.src], kind="stable")  # little padding; sums ignore the order
     for s in range(0, len(dev), batch_size):
-        src, tgt, editable = collate(dev, np.arange(s, min(len(dev), s + batch_size)))
+        src, tgt, editable = collate(dev, by_length[s : s + batch_size])
         src_t, tgt_t, ed_t = (torch.as_tensor(a, device=rt.device) for a in (src, tgt, editable))
         attn = (src_t != 0).long()
         with rt.autocast():
@@ -188,8 +200,12 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
                              max_minutes=args.max_minutes, stop_after=args.stop_after, step=step,
                              elapsed_before=elapsed_before, desc="finetune")
 
+    buckets = length_buckets(train_data, cfg.batch_size, cfg.bucket_batches)
+    bucket_p = np.array([len(b) for b in buckets], dtype=np.float64) / len(train_data)
+
     def micro_step() -> dict[str, torch.Tensor]:
-        idx = np_rng.integers(0, len(train_data), cfg.batch_size)
+        bucket = buckets[int(np_rng.choice(len(buckets), p=bucket_p))]
+        idx = bucket[np_rng.integers(0, len(bucket), cfg.batch_size)]
         src, tgt, editable = collate(train_data, idx)
         train_pos, show = generator_positions(src, tgt, editable, np_rng, cfg)
         t = [torch.as_tensor(a, device=rt.device) for a in (src, tgt, editable, train_pos, show)]

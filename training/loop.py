@@ -250,6 +250,33 @@ class StepRunner:
         return RunResult(self.step, round(self.elapsed_s), self.step >= self.max_steps, self.stopped)
 
 
+class Ledger:
+    """``ledger.json`` in a run folder: one row per invocation (a session's share of a long run), with the
+    steps, tokens and hours it added and the hardware. The current row is rewritten in place at every
+    ``update`` (atomically), so a run killed between checkpoints still leaves its row up to the last one."""
+
+    def __init__(self, path: Path, *, step: int, tokens: int, hardware: str):
+        self.path = path
+        self.t0 = time.time()
+        self.row = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.t0)), "hardware": hardware,
+                    "step_from": step, "tokens_from": tokens}
+        self.rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+        self.rows.append(self.row)
+
+    def update(self, *, step: int, tokens: int) -> None:
+        hours = (time.time() - self.t0) / 3600
+        added = tokens - self.row["tokens_from"]
+        self.row.update(updated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), step_to=step, tokens_to=tokens,
+                        tokens_added=added, hours=round(hours, 3), tokens_per_s=round(added / max(hours * 3600, 1e-9)))
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.rows, indent=1), encoding="utf-8")
+        tmp.replace(self.path)
+
+    def totals(self) -> dict[str, float]:
+        return {"tokens_added": sum(r.get("tokens_added", 0) for r in self.rows),
+                "hours": round(sum(r.get("hours", 0.0) for r in self.rows), 3), "sessions": len(self.rows)}
+
+
 def rng_state(np_rng: np.random.Generator) -> dict:
     return {"torch": torch.get_rng_state(), "numpy": np_rng.bit_generator.state, "python": random.getstate()}
 

@@ -48,6 +48,9 @@ CONFIGS: dict[str, ModelConfig] = {
                          generator_hidden_fraction=0.5, max_position=64),
     # what 2 CPU cores can train in a few hours: 6 layers of ELECTRA-small width, generator half as wide
     "cpu": ModelConfig(num_layers=6, generator_hidden_fraction=0.5, max_position=128, dropout=0.0),
+    # shape trials (issue 12): the same with a generator a quarter as wide, and ELECTRA-small's depth
+    "cpu-g4": ModelConfig(num_layers=6, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
+    "small-cpu": ModelConfig(num_layers=12, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
     # ELECTRA-small (Clark et al. 2020): 12 x 256, embedding 128, generator 1/4 width
     "small": ModelConfig(),
     # ELECTRA-base: 12 x 768, embedding 768, generator 1/3 width

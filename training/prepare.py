@@ -23,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from corrector.text import chunk_spans, cjk_count, is_cjk, split_sentences
-from corrector.tokenize import SPECIAL_IDS, VOCAB_SIZE, build_tokenizer
+from corrector.tokenize import SPECIAL_IDS, VOCAB_SIZE, build_tokenizer, read_vocab_list
 
 _WS = re.compile(r"\s+")
 
@@ -92,7 +92,9 @@ def build_vocab(char_freq: collections.Counter[str], sents: list[str], extra_cha
         vocab_size=VOCAB_SIZE, min_frequency=5, special_tokens=["[UNK]"], show_progress=False
     )
     wp.train_from_iterator((s for s in sents if not all(is_cjk(c) for c in s)), trainer=trainer)
-    pieces = sorted(wp.get_vocab().items(), key=lambda kv: kv[1])
+    # the trainer numbers its one-character alphabet in hash order: sort that part by the piece itself
+    pieces = sorted(wp.get_vocab().items(),
+                    key=lambda kv: (0, kv[0], 0) if len(kv[0].removeprefix("##")) == 1 else (1, "", kv[1]))
     for tok, _ in pieces:
         if not any(is_cjk(c) for c in tok):
             add(tok)
@@ -136,6 +138,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, required=True, help="output folder")
     ap.add_argument("--extra-chars", type=Path, nargs="*", default=[],
                     help="text/TSV files whose characters must be in the vocab (e.g. CSC training pairs)")
+    ap.add_argument("--vocab", type=Path, default=None,
+                    help="use this vocab.txt (e.g. a bundle's) instead of building one: new networks then share its "
+                         "token layout")
     ap.add_argument("--max-lines", type=int, default=0, help="read at most this many corpus lines (0 = all)")
     ap.add_argument("--val-fraction", type=float, default=0.005)
     ap.add_argument("--seed", type=int, default=1234)
@@ -157,7 +162,9 @@ def main(argv: list[str] | None = None) -> None:
     extra: set[str] = set(lac_chars())
     for p in args.extra_chars:
         extra.update(p.read_text(encoding="utf-8"))
-    vocab = build_vocab(char_freq, sents, extra)
+    vocab = read_vocab_list(args.vocab) if args.vocab else build_vocab(char_freq, sents, extra)
+    if len(vocab) != VOCAB_SIZE:
+        raise SystemExit(f"{args.vocab}: {len(vocab)} entries, expected {VOCAB_SIZE}")
     (args.out / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     with open(args.out / "char_freq.tsv", "w", encoding="utf-8") as f:
         for c, k in char_freq.most_common():

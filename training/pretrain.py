@@ -251,6 +251,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         (out / "config.json").write_text(json.dumps(
             {"model_config": model_cfg.to_dict(), "train_config": asdict(cfg)}, indent=2), encoding="utf-8")
     hardware = f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads)"
+    ledger = loop.Ledger(out / "ledger.json", step=step, tokens=tokens_seen, hardware=hardware) if rt.is_main else None
 
     def provenance(step: int, finished: bool, elapsed_s: float) -> dict:
         return {"pretraining": {
@@ -320,10 +321,14 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
                 shutil.copyfile(ckpt_path, snap / "ckpt.pt")  # a fork point for A/B arms
         if step % cfg.ckpt_every == 0:
             plot()
+            if ledger:
+                ledger.update(step=step, tokens=tokens_seen)
 
     next_snapshot = [(tokens_seen // cfg.snapshot_tokens + 1) * cfg.snapshot_tokens if cfg.snapshot_tokens else 0]
     result = runner.run(micro_step, on_step, accum=cfg.grad_accum)
     plot()
+    if ledger:
+        ledger.update(step=result.step, tokens=tokens_seen)
     summary = {"step": result.step, "tokens_seen": tokens_seen, "elapsed_s": result.elapsed_s,
                "finished": result.finished}
     if rt.is_main and result.stopped is None:
