@@ -21,7 +21,7 @@ from .char_lm import CharLM
 from .config import CorrectorConfig
 from .features import COL, FEATURES, Evidence, Rows, Sites
 from .model_path import ENV_MODEL, default_model_path
-from .rank import HEURISTIC, MAX_ROUNDS, RankerWeights, best_candidates, choice_probs, pick_round
+from .rank import HEURISTIC, MAX_ROUNDS, RankerWeights, Scorer, best_candidates, choice_probs, pick_round
 from .runtime import Device, OnnxNetworks
 from .script import ScriptView, restore_edits, simplified_view
 from .similarity import SimilarityTables
@@ -56,6 +56,7 @@ class _Scored:
     first: np.ndarray  # ... and in the first round, before any edit next to it
     decided: dict[int, tuple[int, float]]  # site -> (row, probability) of the edits applied
     capped: set[int] = field(default_factory=set)  # sites above the threshold kept by max_edits
+    scorer: Scorer = HEURISTIC.scorer  # what the probabilities came from (its calibration gives confidences)
 
 
 class Corrector:
@@ -240,7 +241,7 @@ class Corrector:
         """Iterative decisions on gathered and scored rows (``rows.X`` and ``lm_ids`` are updated in place)."""
         n = len(sites)
         scorer = self.ranker.pick(lm_ids is not None)
-        threshold = self._threshold(cfg)
+        threshold = scorer.uncalibrate(self._threshold(cfg))  # the threshold is on the calibrated confidence
         open_sites = np.ones(n, dtype=bool)
         decided: dict[int, tuple[int, float]] = {}
         first = choice_probs(rows, scorer, n)
@@ -284,7 +285,7 @@ class Corrector:
             which = near[rows.site]
             rows.X[which, COL["lm_gain"]] = self.evidence.lm_gain(sites, rows, lm_ids, which)[which]
             probs = choice_probs(rows, scorer, n)
-        return _Scored(batch, sites, rows, probs, first, decided, capped)
+        return _Scored(batch, sites, rows, probs, first, decided, capped, scorer)
 
     def _apply(self, scored: _Scored, cfg: CorrectorConfig) -> None:
         sites, rows = scored.sites, scored.rows
@@ -292,7 +293,8 @@ class Corrector:
         for s, (r, p) in scored.decided.items():
             target = self.vocab[int(rows.vid[r])]
             reason = self._reason(sites.src[s], target, rows.X[r])
-            per_chunk[int(sites.chunk[s])].append(Edit(int(sites.char[s]), sites.src[s], target, round(p, 4), reason))
+            confidence = round(float(scored.scorer.calibrate(p)), 4)
+            per_chunk[int(sites.chunk[s])].append(Edit(int(sites.char[s]), sites.src[s], target, confidence, reason))
         for k, edits in per_chunk.items():
             ch = scored.chunks[k]
             if cfg.max_edits and len(edits) > cfg.max_edits:
@@ -311,7 +313,8 @@ class Corrector:
 
     def _explain_sites(self, scored: _Scored, cfg: CorrectorConfig, threshold: float,
                        top_k: int) -> dict[int, CharExplanation]:
-        sites, rows, probs = scored.sites, scored.rows, scored.probs
+        sites, rows = scored.sites, scored.rows
+        probs, first = scored.scorer.calibrate(scored.probs), scored.scorer.calibrate(scored.first)
         starts = list(np.searchsorted(rows.site, np.arange(len(sites)), side="left")) + [len(rows)]
         out = {}
         for s in range(len(sites)):
@@ -323,7 +326,7 @@ class Corrector:
                                round(float(rows.X[r, COL["pinyin"]]), 3), round(float(rows.X[r, COL["shape"]]), 3),
                                {f: round(float(rows.X[r, i]), 3) for i, f in enumerate(FEATURES)})
                      for r in order]
-            keep_p = float(probs[lo])
+            keep_p = float(scored.probs[lo])  # the softmax share of the character as written
             applied = any(e.position == int(sites.char[s]) for e in ch.edits)
             if applied:
                 why = f"applied: {self.vocab[int(rows.vid[scored.decided[s][0]])]}"
@@ -333,7 +336,7 @@ class Corrector:
                 why = "no candidates"
             elif cands[0].score <= threshold:
                 why = f"kept: best candidate {cands[0].char} at {cands[0].score:.3f} is not above the threshold {threshold:g}"
-                if float(scored.first[lo + 1 : hi].max()) > threshold:
+                if float(first[lo + 1 : hi].max()) > threshold:
                     why += " (re-scored after an edit next to it)"
             else:
                 why = f"kept: above the threshold, but the {MAX_ROUNDS} rounds of edits ran out"

@@ -23,7 +23,10 @@ from .runtime import LogProbs
 from .similarity import SimilarityTables
 
 FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions", "error_rate", "freq", "word", "name",
-            "custom")
+            "custom", "seen")
+# seen (keep rows only): log(1 + how often the character's bigrams with its neighbours, as written, were
+# written correctly in the real training pairs; the rarer of the two): a form those pairs keep as
+# correct (甚么, 报导, 部份 in Taiwan-style text) is evidence against an edit that the corpus LM alone wants
 CHEAP = ("gen_lp", "pinyin", "shape", "confusions", "error_rate", "freq")  # the shortlist's features
 # error_rate: log of (times the source was written for the candidate + a) / (times the source was written + b)
 # in the real training pairs: a character written correctly thousands of times (著, 甚) earns a low rate
@@ -89,6 +92,12 @@ class Evidence:
         freq = np.array([tables.frequency(t) if len(t) == 1 else 0 for t in self.vocab])
         cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
         self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
+        # (left id * V + right id) of the bigrams written correctly in the real training pairs, sorted; their counts
+        V = len(self.vocab)
+        seen = sorted((self.char_id[b[0]] * V + self.char_id[b[1]], n) for b, n in candidates.bigrams.items()
+                      if b[0] in self.char_id and b[1] in self.char_id)
+        self.seen_keys = np.array([k for k, _ in seen], dtype=np.int64)
+        self.seen_count = np.array([n for _, n in seen], dtype=np.float32)
         # per vocab id: how often the character was written in the real training pairs (error_rate's denominator)
         self.written = np.array([candidates.written_count(t) if len(t) == 1 else 0.0 for t in self.vocab],
                                 dtype=np.float32)
@@ -243,21 +252,39 @@ class Evidence:
         name_like = np.array([_name_like(texts[c], i) for c, i in zip(sites.chunk, sites.char)], dtype=np.float32)
         X[:, COL["name"]] = np.where(is_keep, 0.0, name_like[site] if n else 0.0)
         X[:, COL["word"]] = self._word_scores(sites, texts, site, vid)
+        if len(self.seen_keys) and n:
+            X[:, COL["seen"]] = np.where(is_keep, seen_value(*self.seen_counts(sites, texts))[site], 0.0)
         rows = Rows(site, vid, X)
         if lm_ids is not None and self.lm is not None:
             X[:, COL["lm_gain"]] = self.lm_gain(sites, rows, lm_ids, np.ones(len(rows), bool))
         return rows
+
+    def _char_ids(self, sites: Sites, texts: Sequence[str]) -> np.ndarray:
+        """The chunks' characters as vocab ids, two columns of -1 on each side (and -1 where not in the vocab)."""
+        n_chunks = int(sites.chunk.max()) + 1 if len(sites) else 0
+        width = max((len(t) for t in texts[:n_chunks]), default=0) + 4
+        T = np.full((max(n_chunks, 1), width), -1, dtype=np.int64)
+        for c in range(n_chunks):
+            T[c, 2 : 2 + len(texts[c])] = [self.char_id.get(ch, -1) for ch in texts[c]]
+        return T
+
+    def seen_counts(self, sites: Sites, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Per site: how often its bigram with the left and with the right neighbour, as written, was written
+        correctly in the real training pairs (-1 where there is no such neighbour)."""
+        T, V = self._char_ids(sites, texts), len(self.vocab)
+        pos = sites.char + 2
+        left, right = T[sites.chunk, pos - 1], T[sites.chunk, pos + 1]
+        out = []
+        for key, ok in ((left * V + sites.src_id, left >= 0), (sites.src_id * V + right, right >= 0)):
+            out.append(np.where(ok, _lookup_sorted(self.seen_keys, self.seen_count, np.where(ok, key, -1)), -1.0))
+        return out[0], out[1]
 
     def _word_scores(self, sites: Sites, texts: Sequence[str], site: np.ndarray, vid: np.ndarray) -> np.ndarray:
         """Best log(1 + jieba frequency) of a 2- or 3-character word through the choice (vectorised:
         the dictionary's words as sorted integer keys)."""
         k2, f2, k3, f3 = self._word_keys()
         V = len(self.vocab)
-        n_chunks = int(sites.chunk.max()) + 1 if len(sites) else 0
-        width = max((len(t) for t in texts[:n_chunks]), default=0) + 4
-        T = np.full((max(n_chunks, 1), width), -1, dtype=np.int64)
-        for c in range(n_chunks):
-            T[c, 2 : 2 + len(texts[c])] = [self.char_id.get(ch, -1) for ch in texts[c]]
+        T = self._char_ids(sites, texts)
         c, pos = sites.chunk[site], sites.char[site] + 2
         l2, l1, r1, r2 = T[c, pos - 2], T[c, pos - 1], T[c, pos + 1], T[c, pos + 2]
         out = np.zeros(len(site), dtype=np.float32)
@@ -340,6 +367,12 @@ class Evidence:
         keep_row = np.searchsorted(rows.site, rows.site[sel], side="left")  # each site's keep row comes first
         out[sel] = total[sel] - total[keep_row]
         return out
+
+
+def seen_value(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The ``seen`` feature from (left, right) bigram counts, -1 meaning no neighbour: log(1 + the smaller)."""
+    both = np.where(left < 0, right, np.where(right < 0, left, np.minimum(left, right)))
+    return np.log1p(np.maximum(both, 0.0)).astype(np.float32)
 
 
 def _name_like(text: str, i: int) -> float:

@@ -29,6 +29,21 @@ class Scorer:
     hidden: dict[str, list[float]] = field(default_factory=dict)  # feature -> its weight into each hidden unit
     bias: list[float] = field(default_factory=list)
     out: list[float] = field(default_factory=list)
+    # (a, b): an edit's confidence is sigmoid(a·logit(p) + b) of its probability p (Platt scaling fitted on
+    # the dev split's edits); monotone, so it changes what a threshold means, never which edit is more likely
+    calibration: tuple[float, float] = (1.0, 0.0)
+
+    def calibrate(self, p: np.ndarray | float) -> np.ndarray:
+        a, b = self.calibration
+        q = np.clip(np.asarray(p, dtype=np.float64), 1e-12, 1 - 1e-12)
+        return 1.0 / (1.0 + np.exp(-(a * np.log(q / (1 - q)) + b)))
+
+    def uncalibrate(self, t: float) -> float:
+        """The probability whose confidence is ``t`` (0 and 1 stay 0 and 1)."""
+        if t <= 0.0 or t >= 1.0:
+            return float(t)
+        a, b = self.calibration
+        return float(1.0 / (1.0 + np.exp(-(np.log(t / (1 - t)) - b) / a)))
 
     def score(self, X: np.ndarray) -> np.ndarray:
         X = X.astype(np.float64)
@@ -46,6 +61,8 @@ class Scorer:
         d: dict = {"linear": self.linear}
         if self.out:
             d.update(hidden=self.hidden, bias=self.bias, out=self.out)
+        if self.calibration != (1.0, 0.0):
+            d["calibration"] = list(self.calibration)
         return d
 
     @classmethod
@@ -60,7 +77,11 @@ class Scorer:
         hidden = {f: [float(v) for v in ws] for f, ws in d.get("hidden", {}).items()}
         if any(len(ws) != len(out) for ws in hidden.values()) or len(d.get("bias", [])) != len(out):
             raise ValueError("ranker hidden layer: every feature needs one weight per hidden unit")
-        return cls({f: float(v) for f, v in d["linear"].items()}, hidden, [float(v) for v in d.get("bias", [])], out)
+        a, b = (float(x) for x in d.get("calibration", (1.0, 0.0)))
+        if not a > 0:
+            raise ValueError("ranker calibration: the slope must be positive (a monotone map)")
+        return cls({f: float(v) for f, v in d["linear"].items()}, hidden, [float(v) for v in d.get("bias", [])], out,
+                   (a, b))
 
 
 @dataclass(frozen=True)

@@ -427,6 +427,33 @@ def test_hand_made_ranker_applies_the_custom_pair_with_its_probability(tiny_bund
     assert any(fix.correct(t).edits for t in CUSTOM_TEXTS)
 
 
+def test_calibrated_ranker_reports_confidences_and_thresholds_on_them(tiny_bundle):
+    """With a calibration the edits are the same at the mapped threshold, and their confidence and the
+    explanation's scores are the calibrated probabilities."""
+    from dataclasses import replace
+
+    plain = custom_ranker_corrector(tiny_bundle, confusions=CUSTOM_PAIRS)
+    cal = custom_ranker_corrector(tiny_bundle, confusions=CUSTOM_PAIRS)
+    scorer = replace(cal.ranker.scorer, calibration=(0.5, -1.0))
+    cal.ranker = replace(cal.ranker, scorer=scorer, scorer_no_lm=scorer, threshold=float(scorer.calibrate(0.5)),
+                         threshold_no_lm=float(scorer.calibrate(0.5)))
+    for text in CUSTOM_TEXTS:
+        a, b = plain.correct(text), cal.correct(text)
+        assert [(e.position, e.target) for e in a.edits] == [(e.position, e.target) for e in b.edits]
+        for ea, eb in zip(a.edits, b.edits):
+            assert eb.confidence == pytest.approx(float(scorer.calibrate(ea.confidence)), abs=1e-3)
+            assert eb.confidence < ea.confidence  # this map lowers high probabilities
+        ex = cal.explain(text, top_k=100)
+        for c in ex.chars:
+            if c.char == "汽" and c.editable:
+                assert c.candidates[0].score == pytest.approx(b.edits[0].confidence, abs=1e-3)
+    # a threshold between the calibrated confidence and the raw probability: the confidence decides
+    (raw,) = plain.correct("今天天汽很好").edits
+    (conf,) = cal.correct("今天天汽很好").edits
+    between = (raw.confidence + conf.confidence) / 2
+    assert plain.correct("今天天汽很好", threshold=between).edits and not cal.correct("今天天汽很好", threshold=between).edits
+
+
 def test_hand_made_ranker_threshold_above_the_probability(tiny_bundle):
     fix = custom_ranker_corrector(tiny_bundle, weight=2.0, top_k=5, confusions=CUSTOM_PAIRS)
     text = "今天天汽很好"

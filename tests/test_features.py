@@ -256,3 +256,33 @@ def test_generator_log_probs_without_the_dense_matrix():
     np.testing.assert_array_equal(tail.logz, lp.logz[17:])
     np.testing.assert_array_equal(lp.take(np.arange(len(logits)) % 2 == 0).logz, lp.logz[::2])
     assert lp.without_logits().logits.shape == (len(logits), 0)
+
+
+def test_seen_counts_the_rarer_correctly_written_bigram_on_keep_rows_only():
+    """seen = log(1 + the smaller count of the character's bigrams with its neighbours, as written, in the
+    table's correctly written bigrams); one neighbour at a chunk edge; 0 on candidate rows."""
+    t = table()
+    t.bigrams = {"今天": 9, "天汽": 3, "汽很": 20}  # 很好: never written correctly twice, so absent
+    ev = Evidence(VOCAB, t, SimilarityTables({}, FREQ, {}), None)
+    text = "今天汽很好"
+    sites = sites_of(text)
+    left, right = ev.seen_counts(sites, [text])
+    assert left.tolist() == [-1, 9, 3, 20, 0] and right.tolist() == [9, 3, 20, 0, -1]
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={})
+    rows = ev.rows(sites, [text], short, None)
+    got = {(int(s), VOCAB[v]): x[COL["seen"]] for s, v, x in zip(rows.site, rows.vid, rows.X)}
+    assert got[(0, "今")] == pytest.approx(math.log(10))  # first character: its right bigram only
+    assert got[(1, "天")] == pytest.approx(math.log(4))  # min(9, 3)
+    assert got[(2, "汽")] == pytest.approx(math.log(4))  # min(3, 20)
+    assert got[(3, "很")] == 0.0 and got[(4, "好")] == 0.0
+    assert got[(2, "气")] == 0.0 and got[(1, "田")] == 0.0  # candidates: none
+
+
+def test_correct_bigrams_count_only_positions_written_as_meant():
+    from training.candidates import bigram_arrays, correct_bigrams
+
+    pairs = [("我以经去了", "我已经去了"), ("所以经济", "所以经济"), ("所以经常", "所以经常")]
+    c = correct_bigrams(pairs)
+    assert c["以经"] == 2 and c["我以"] == 0 and c["经去"] == 1 and c["所以"] == 2
+    arr = bigram_arrays(pairs)  # stored: written correctly at least twice
+    assert arr["bigrams"].tolist() == ["以经", "所以"] and arr["count"].tolist() == [2, 2]

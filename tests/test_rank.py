@@ -141,3 +141,39 @@ def test_pick_round_spacing():
     assert pick_round(chunk, char, row, p, 0.5, spacing=3) == [1, 2, 3]  # 3 is 3 from 5: far enough
     assert pick_round(chunk, char, row, p, 0.5, spacing=4) == [1, 2]  # now 8 is too close to 5
     assert pick_round(chunk, char, row, p, 0.5, spacing=1) == [1, 0, 2, 3]
+
+
+# ---- calibration -----------------------------------------------------------------------------------
+
+
+def test_calibration_by_hand_and_its_inverse():
+    s = Scorer({"keep": 1.0}, calibration=(2.0, 0.0))
+    assert s.calibrate(0.5) == pytest.approx(0.5)
+    assert s.calibrate(0.75) == pytest.approx(0.9)  # sigmoid(2 * log 3) = 9 / 10
+    assert s.uncalibrate(0.9) == pytest.approx(0.75)
+    assert (s.uncalibrate(0.0), s.uncalibrate(1.0)) == (0.0, 1.0)
+    shifted = Scorer({}, calibration=(1.0, math.log(3)))  # odds times 3
+    assert shifted.calibrate(0.5) == pytest.approx(0.75)
+    p = np.linspace(0.01, 0.99, 50)
+    assert np.all(np.diff(s.calibrate(p)) > 0)  # monotone: the order of edits never changes
+    assert Scorer({"keep": 1.0}).calibrate(p) == pytest.approx(p)  # identity by default
+
+
+def test_calibration_round_trip_and_rejects_a_decreasing_map():
+    s = Scorer({"keep": 1.0}, calibration=(0.5, -0.25))
+    assert s.to_dict()["calibration"] == [0.5, -0.25]
+    assert Scorer.from_dict(json.loads(json.dumps(s.to_dict()))) == s
+    assert "calibration" not in Scorer({"keep": 1.0}).to_dict()
+    with pytest.raises(ValueError, match="calibration"):
+        Scorer.from_dict({"linear": {"keep": 1.0}, "calibration": [-1.0, 0.0]})
+
+
+def test_fit_platt_recovers_a_known_map():
+    from training.ranker import fit_platt
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.02, 0.98, 40000)
+    true = 1 / (1 + np.exp(-(0.6 * np.log(p / (1 - p)) - 0.4)))  # over-confident probabilities
+    right = (rng.random(len(p)) < true).astype(float)
+    a, b = fit_platt(p, right)
+    assert a == pytest.approx(0.6, abs=0.05) and b == pytest.approx(-0.4, abs=0.05)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.candidates import CANDIDATES_JSON, CANDIDATES_NPZ
+from corrector.candidates import BIGRAMS_NPZ, CANDIDATES_JSON, CANDIDATES_NPZ
 from corrector.similarity import SimilarityTables, fuzzy_variants, split_reading, split_syllable
 
 from .splits import train_pairs
@@ -142,6 +142,26 @@ def pinyin_matrix(pool: list[str], tables: SimilarityTables, graded: GradedPinyi
     return out
 
 
+MIN_BIGRAM_COUNT = 2  # bigrams written correctly fewer times than this are not stored
+
+
+def correct_bigrams(pairs: list[tuple[str, str]]) -> Counter:
+    """How often each two-character sequence was written correctly (both characters as meant) in the pairs."""
+    counts: Counter = Counter()
+    for s, t in pairs:
+        counts.update(s[i : i + 2] for i in range(len(s) - 1) if s[i] == t[i] and s[i + 1] == t[i + 1])
+    return counts
+
+
+def bigram_arrays(pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """bigrams.npz's ``bigrams`` (sorted) and ``count``: the correctly written bigrams seen at least
+    MIN_BIGRAM_COUNT times."""
+    counts = correct_bigrams(pairs)
+    kept = sorted(b for b, n in counts.items() if n >= MIN_BIGRAM_COUNT)
+    return {"bigrams": np.array(kept, dtype="<U2"),
+            "count": np.array([min(counts[b], 65535) for b in kept], dtype=np.uint16)}
+
+
 def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, min_pinyin: float = 0.3,
           min_shape: float = 0.3, holdout: int = 1000) -> dict:
     t0 = time.time()
@@ -188,6 +208,8 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         written=np.array([min(written[a], 2**31 - 1) for a in sources], dtype=np.int32),
         variants=np.array(sorted(a + b for a, b in variants if (a, b) not in confusions)),
     )
+    bigrams = bigram_arrays(pairs)
+    np.savez_compressed(out / BIGRAMS_NPZ, **bigrams)
     meta = {
         "pool_size": len(pool), "sources": len(sources), "pairs": len(cands),
         "min_pinyin": min_pinyin, "min_shape": min_shape, "tone_factor": TONE_FACTOR,
@@ -195,6 +217,7 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         "fitted_on": "training.splits.train_pairs (sighan_train minus the dev split, csc_hard_train)",
         "gold_pairs": sum(confusions.values()),
         "script_variant_pairs": len(variants),
+        "correct_bigrams": len(bigrams["bigrams"]), "min_bigram_count": MIN_BIGRAM_COUNT,
         "initials": {f"{a}>{b}": n for (a, b), n in ini.most_common()},
         "finals": {f"{a}>{b}": n for (a, b), n in fin.most_common()},
         "seconds": round(time.time() - t0, 1),

@@ -75,6 +75,26 @@ def _leave_one_out(X: np.ndarray, label: np.ndarray) -> None:
     X[own, COL["error_rate"]] = np.log((np.maximum(count - 1, 0) + RATE_A) / (np.maximum(written - 1, 0) + RATE_B))
 
 
+def _seen_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tuple[str, str]]) -> None:
+    """``seen`` without the pair's own correctly written bigrams (the table counted them too)."""
+    if not len(fix.evidence.seen_keys) or not len(sites):
+        return
+    from corrector.features import seen_value
+
+    from .candidates import correct_bigrams
+
+    texts = [c.text for c in batch]
+    own = [correct_bigrams([pairs[c.text_index]]) for c in batch]
+    left, right = fix.evidence.seen_counts(sites, texts)
+    for k, (c, i) in enumerate(zip(sites.chunk.tolist(), sites.char.tolist())):
+        if left[k] > 0:
+            left[k] = max(left[k] - own[c][texts[c][i - 1 : i + 1]], 0)
+        if right[k] > 0:
+            right[k] = max(right[k] - own[c][texts[c][i : i + 2]], 0)
+    keep = rows.X[:, COL["keep"]] == 1
+    rows.X[keep, COL["seen"]] = seen_value(left, right)[rows.site[keep]]
+
+
 def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> Table:
     """Every candidate of every erroneous character with the cheap (shortlist) features only; one row
     per candidate, no keep rows. What the shortlist's weights are fitted on."""
@@ -120,6 +140,7 @@ def extract(fix: Corrector, pairs: list[tuple[str, str]], shortlist: int, leave_
                              dtype=bool)
             if leave_one_out:
                 _leave_one_out(rows.X, label)
+                _seen_leave_one_out(fix, rows, sites, batch, part)
             reach = np.zeros(len(sites), bool)
             reach[rows.site[label]] = True
             parts.append(Table(rows.X, rows.site, label, err, reach))
@@ -232,15 +253,36 @@ def choose_threshold(rows: list[dict], max_fpr: float) -> dict:
     return max(ok, key=lambda r: (r["sentence_correction"]["f1"], r["threshold"]))
 
 
-def reliability(fix: Corrector, pairs: list[tuple[str, str]], png: Path | None, bins: int = 10) -> list[dict]:
-    """Applied edits on the pairs at threshold 0.05, bucketed by confidence: mean confidence vs share correct."""
-    results = fix.correct_batch([s for s, _ in pairs], threshold=0.05)
+def dev_edits(fix: Corrector, pairs: list[tuple[str, str]], **settings) -> tuple[np.ndarray, np.ndarray]:
+    """(confidence, right) of every edit applied on the pairs at threshold 0.05."""
+    results = fix.correct_batch([s for s, _ in pairs], threshold=0.05, **settings)
     conf, right = [], []
     for (_, t), r in zip(pairs, results):
         for e in r.edits:
             conf.append(e.confidence)
             right.append(t[e.position] == e.target)
-    c, y = np.array(conf), np.array(right, dtype=float)
+    return np.array(conf, dtype=np.float64), np.array(right, dtype=np.float64)
+
+
+def fit_platt(p: np.ndarray, right: np.ndarray, iters: int = 50) -> tuple[float, float]:
+    """(a, b) maximising the likelihood of ``right`` under sigmoid(a·logit(p) + b) (Newton's method)."""
+    q = np.clip(p, 1e-6, 1 - 1e-6)
+    x = np.stack([np.log(q / (1 - q)), np.ones_like(q)], axis=1)
+    w = np.array([1.0, 0.0])
+    for _ in range(iters):
+        m = 1.0 / (1.0 + np.exp(-(x @ w)))
+        g = x.T @ (right - m)
+        H = (x * (m * (1 - m))[:, None]).T @ x + 1e-6 * np.eye(2)
+        step = np.linalg.solve(H, g)
+        w += step
+        if np.abs(step).max() < 1e-9:
+            break
+    return round(float(w[0]), 6), round(float(w[1]), 6)
+
+
+def reliability(fix: Corrector, pairs: list[tuple[str, str]], png: Path | None, bins: int = 10) -> list[dict]:
+    """Applied edits on the pairs at threshold 0.05, bucketed by confidence: mean confidence vs share correct."""
+    c, y = dev_edits(fix, pairs)
     edges = np.linspace(0, 1, bins + 1)
     table = []
     for lo, hi in zip(edges[:-1], edges[1:]):
@@ -341,7 +383,7 @@ def main(argv: list[str] | None = None) -> None:
     # 2. the ranker, with and without the LM, for each hidden size; 3. thresholds on dev
     rows = cached(f"train_rows_s{a.shortlist}", lambda: extract(fix, train, shortlist=a.shortlist))
     print(f"{len(rows.X):,} training rows ({time.time() - t0:.0f} s)", flush=True)
-    grid = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    grid = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.3 ... 0.9
     best: dict | None = None
     parts = [p for p in a.products.split(",") if p]
     named = [p for p in parts if p != "none"]
@@ -368,6 +410,16 @@ def main(argv: list[str] | None = None) -> None:
     assert best is not None
     fix.ranker = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"])
     fix.config = fix.config.with_overrides(shortlist=best["shortlist"])
+    # 4. calibration: Platt scaling of each scorer's edit probabilities on the dev edits; the thresholds
+    # (chosen on the probabilities) move with it, so the same edits are made
+    for key, use_lm in (("with_lm", True), ("no_lm", False)):
+        cal = fit_platt(*dev_edits(fix, dev, use_lm=use_lm))
+        best[key] = replace(best[key], calibration=cal)
+        th = "threshold_lm" if use_lm else "threshold_no_lm"
+        best[th] = float(best[key].calibrate(best[th]))
+        report[f"calibration_{key}"] = cal
+    print(f"calibration {report['calibration_with_lm']} (no LM {report['calibration_no_lm']})", flush=True)
+    fix.ranker = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"])
     report["reliability_dev"] = reliability(fix, dev, a.plot)
     meta = {"fitted": True, "train_pairs": len(train), "shortlist": best["shortlist"], "hidden": best["hidden"],
             "products": best["products"],
