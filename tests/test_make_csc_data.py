@@ -169,6 +169,22 @@ def test_single_character_draws(tables):
         assert corrupter.random_char("在") != "在"
 
 
+def test_prior_kind_draws_what_real_errors_wrote(tables):
+    """prior: the written character comes from P(written | intended), in proportion to its weight; a
+    character the prior knows nothing of gets no prior error, and a prior-only mix needs a prior."""
+    prior = {"已": {"己": 3.0, "巳": 1.0}, "在": {"再": 1.0, "在": 5.0}}
+    corrupter = Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(mix=parse_mix("prior=1")),
+                          prior=prior)
+    drawn = [corrupter.corrupt("他已经走了", n_errors=1) for _ in range(400)]
+    assert all(kinds == ["prior"] and s[1] in "己巳" and s[0] + s[2:] == "他经走了" for s, _, kinds in drawn)
+    share = sum(s[1] == "己" for s, _, _ in drawn) / len(drawn)
+    assert 0.68 < share < 0.82  # 3 : 1
+    assert corrupter.corrupt("再见", n_errors=1)[2] == []  # 再 and 见 have no prior entry
+    assert corrupter.corrupt("在家", n_errors=1)[0] == "再家"  # the character itself is never drawn
+    with pytest.raises(ValueError, match="prior"):
+        Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(mix=parse_mix("prior=1")))
+
+
 def test_holdout_written_and_excluded(data, tables, homophones, tmp_path):
     stats = _make(
         data, tables, homophones, tmp_path / "train.tsv", n=50,

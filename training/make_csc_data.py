@@ -43,8 +43,10 @@ from corrector.similarity import SimilarityTables, pinyin_similarity
 from corrector.text import _CJK_RANGES, is_cjk
 from corrector.tokenize import read_vocab_list
 
-KINDS = ("word", "sound", "shape", "random")
+KINDS = ("word", "sound", "shape", "random", "prior")
 DEFAULT_MIX = {"word": 0.30, "sound": 0.40, "shape": 0.25, "random": 0.05}  # roughly SIGHAN-like
+# prior: a character written for the intended one as in real errors (training.confusion_prior's
+# P(written | intended) from the real training pairs and the candidate table); needs --prior-candidates
 DEFAULT_ERROR_COUNTS = (0.70, 0.22, 0.08)  # P(1, 2, 3 errors) in a corrupted sentence
 BENCHMARK_FILE = "sighan15_test.tsv"  # never train on it
 
@@ -254,6 +256,7 @@ class Corrupter:
         homophones: HomophoneIndex | None = None,
         config: CorruptionConfig | None = None,
         segment: Callable[[str], list[tuple[int, str]]] | None = None,
+        prior: dict[str, dict[str, float]] | None = None,
     ) -> None:
         self.tables = tables
         self.rng = rng
@@ -261,15 +264,19 @@ class Corrupter:
         self.config = cfg = config or CorruptionConfig()
         self.vocab_chars = frozenset(t for t in vocab if is_cjk(t))
         self._segment = segment
-        self._kinds = [k for k in KINDS if cfg.mix.get(k, 0) > 0 and (k != "word" or homophones is not None)]
+        self.prior = prior or {}
+        self._kinds = [k for k in KINDS if cfg.mix.get(k, 0) > 0 and (k != "word" or homophones is not None)
+                       and (k != "prior" or self.prior)]
         if not self._kinds:
-            raise ValueError("no error kind is usable (a word-only mix needs a HomophoneIndex)")
+            raise ValueError("no error kind is usable (a word-only mix needs a HomophoneIndex, a prior-only mix "
+                             "a prior)")
         self._kind_cw = cum_weights(cfg.mix[k] for k in self._kinds)
         self._count_cw = cum_weights(cfg.error_counts)
         self.writable = writable_chars(self.vocab_chars, tables, cfg.min_char_freq)
         pool = sorted(self.writable, key=lambda c: (-tables.frequency(c), c))
         self._random_pool = pool[: cfg.random_pool]
-        self._cache: dict[str, dict[str, tuple[list[str], list[float]] | None]] = {"sound": {}, "shape": {}}
+        self._cache: dict[str, dict[str, tuple[list[str], list[float]] | None]] = {"sound": {}, "shape": {},
+                                                                                  "prior": {}}
 
     def usable(self, ch: str) -> bool:
         """A character we may write into a sentence (see ``writable_chars``)."""
@@ -281,7 +288,9 @@ class Corrupter:
         cache = self._cache[kind]
         if ch not in cache:
             cfg, t = self.config, self.tables
-            if kind == "sound":
+            if kind == "prior":
+                scored = sorted((c, w) for c, w in self.prior.get(ch, {}).items() if c != ch and self.usable(c))
+            elif kind == "sound":
                 own = t.readings(ch)
                 scored = [
                     (c, self._heard(own, c, s) ** cfg.sound_power * t.frequency(c) ** cfg.sound_freq_power)
@@ -559,6 +568,7 @@ def make_dataset(
     max_chars: int = 120,
     min_cjk_share: float = 0.6,
     progress: bool = True,
+    prior: dict[str, dict[str, float]] | None = None,
 ) -> Stats:
     """Writes the shuffled train pairs to out (and the held-out real pairs to holdout_out); returns stats.
 
@@ -597,7 +607,7 @@ def make_dataset(
     if n > 0 and not sentences:
         raise ValueError(f"{sentences_file} has no sentences of {min_chars}..{max_chars} characters")
     random.Random(f"{seed}/order").shuffle(sentences)  # the reservoir's order is not random
-    corrupter = Corrupter(tables, vocab, random.Random(f"{seed}/corrupt"), homophones, config)
+    corrupter = Corrupter(tables, vocab, random.Random(f"{seed}/corrupt"), homophones, config, prior=prior)
     synthetic = []
     pairs_iter = synthetic_pairs(sentences, n, clean_share, corrupter, random.Random(f"{seed}/clean"), stats)
     for source, target in tqdm(pairs_iter, total=n, desc="corrupting", disable=not progress, mininterval=2):
@@ -687,6 +697,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="pairs of the first --real file held out as a dev split (default 0)",
     )
     ap.add_argument("--holdout-out", type=Path, help="where the held-out pairs go (required with --holdout)")
+    ap.add_argument("--prior-candidates", type=Path,
+                    help="candidate table dir (training.candidates) whose real confusions and similarities give the "
+                         "'prior' error kind: P(written | intended) as training.confusion_prior weighs it")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
 
@@ -717,6 +730,8 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--holdout needs --real files and --holdout-out")
     if args.holdout_out is not None and args.holdout_out.resolve() == args.out.resolve():
         ap.error("--holdout-out must differ from --out")
+    if config.mix["prior"] > 0 and args.prior_candidates is None:
+        ap.error("a mix with prior=... needs --prior-candidates")
 
     t0 = time.perf_counter()
     tables = SimilarityTables.load(args.similarity)
@@ -726,6 +741,13 @@ def main(argv: list[str] | None = None) -> None:
         writable = writable_chars(vocab, tables, config.min_char_freq)
         homophones = HomophoneIndex.from_jieba(writable.__contains__, args.jieba_dict)
         print(f"homophone index: {len(homophones):,} words in {time.perf_counter() - t0:.1f}s")
+    prior = None
+    if args.prior_candidates is not None:
+        from corrector.candidates import CandidateTable
+
+        from .confusion_prior import prior_weights
+
+        prior = prior_weights(CandidateTable.load(args.prior_candidates))
     stats = make_dataset(
         args.sentences,
         tables,
@@ -744,6 +766,7 @@ def main(argv: list[str] | None = None) -> None:
         max_chars=args.max_chars,
         min_cjk_share=args.min_cjk_share,
         progress=not args.no_progress,
+        prior=prior,
     )
     print(summary(stats, time.perf_counter() - t0))
     print(f"→ {args.out}" + (f", held out → {args.holdout_out}" if stats.holdout else ""))
