@@ -19,6 +19,9 @@ from .features import CHEAP, COL, FEATURES, Rows
 MAX_ROUNDS = 4
 
 
+IDENTITY = ((0.0, 1.0), (0.0, 1.0))  # the calibration that leaves probabilities as they are
+
+
 @dataclass(frozen=True)
 class Scorer:
     """score(x) = Σ_f linear[f]·x_f + Σ_j out[j]·tanh(Σ_f hidden[f][j]·x_f + bias[j]), every weight named by
@@ -29,21 +32,25 @@ class Scorer:
     hidden: dict[str, list[float]] = field(default_factory=dict)  # feature -> its weight into each hidden unit
     bias: list[float] = field(default_factory=list)
     out: list[float] = field(default_factory=list)
-    # (a, b): an edit's confidence is sigmoid(a·logit(p) + b) of its probability p (Platt scaling fitted on
-    # the dev split's edits); monotone, so it changes what a threshold means, never which edit is more likely
-    calibration: tuple[float, float] = (1.0, 0.0)
+    # (probabilities, confidences): an edit's confidence is the piecewise-linear map through these knots of its
+    # probability p (isotonic regression on the dev split's edits; both rows strictly increasing, so it changes
+    # what a threshold means, never which edit is more likely); below the first knot it stays at the first
+    # confidence, above the last at the last
+    calibration: tuple[tuple[float, ...], tuple[float, ...]] = IDENTITY
 
     def calibrate(self, p: np.ndarray | float) -> np.ndarray:
-        a, b = self.calibration
-        q = np.clip(np.asarray(p, dtype=np.float64), 1e-12, 1 - 1e-12)
-        return 1.0 / (1.0 + np.exp(-(a * np.log(q / (1 - q)) + b)))
+        xs, ys = self.calibration
+        return np.interp(np.asarray(p, dtype=np.float64), xs, ys)
 
     def uncalibrate(self, t: float) -> float:
-        """The probability whose confidence is ``t`` (0 and 1 stay 0 and 1)."""
-        if t <= 0.0 or t >= 1.0:
-            return float(t)
-        a, b = self.calibration
-        return float(1.0 / (1.0 + np.exp(-(np.log(t / (1 - t)) - b) / a)))
+        """The probability threshold that makes the same edits as confidence threshold ``t``: edits are applied
+        where p > it exactly where calibrate(p) > t (0 when every confidence is above t, 1 when none is)."""
+        xs, ys = self.calibration
+        if t < ys[0]:
+            return 0.0
+        if t >= ys[-1]:
+            return 1.0
+        return float(np.interp(t, ys, xs))
 
     def score(self, X: np.ndarray) -> np.ndarray:
         X = X.astype(np.float64)
@@ -61,8 +68,8 @@ class Scorer:
         d: dict = {"linear": self.linear}
         if self.out:
             d.update(hidden=self.hidden, bias=self.bias, out=self.out)
-        if self.calibration != (1.0, 0.0):
-            d["calibration"] = list(self.calibration)
+        if self.calibration != IDENTITY:
+            d["calibration"] = {"probability": list(self.calibration[0]), "confidence": list(self.calibration[1])}
         return d
 
     @classmethod
@@ -77,11 +84,14 @@ class Scorer:
         hidden = {f: [float(v) for v in ws] for f, ws in d.get("hidden", {}).items()}
         if any(len(ws) != len(out) for ws in hidden.values()) or len(d.get("bias", [])) != len(out):
             raise ValueError("ranker hidden layer: every feature needs one weight per hidden unit")
-        a, b = (float(x) for x in d.get("calibration", (1.0, 0.0)))
-        if not a > 0:
-            raise ValueError("ranker calibration: the slope must be positive (a monotone map)")
+        cal = d.get("calibration", {"probability": IDENTITY[0], "confidence": IDENTITY[1]})
+        xs, ys = (tuple(float(v) for v in cal[k]) for k in ("probability", "confidence"))
+        if len(xs) < 2 or len(xs) != len(ys) or np.any(np.diff(xs) <= 0) or np.any(np.diff(ys) <= 0) \
+                or min(xs + ys) < 0.0 or max(xs + ys) > 1.0:
+            raise ValueError("ranker calibration: probability and confidence knots must be two equally long, "
+                             "strictly increasing lists in [0, 1] (a monotone map)")
         return cls({f: float(v) for f, v in d["linear"].items()}, hidden, [float(v) for v in d.get("bias", [])], out,
-                   (a, b))
+                   (xs, ys))
 
 
 @dataclass(frozen=True)

@@ -146,34 +146,79 @@ def test_pick_round_spacing():
 # ---- calibration -----------------------------------------------------------------------------------
 
 
+KNOTS = ((0.0, 0.2, 0.6, 0.9), (0.0, 0.1, 0.5, 0.7))
+
+
 def test_calibration_by_hand_and_its_inverse():
-    s = Scorer({"keep": 1.0}, calibration=(2.0, 0.0))
-    assert s.calibrate(0.5) == pytest.approx(0.5)
-    assert s.calibrate(0.75) == pytest.approx(0.9)  # sigmoid(2 * log 3) = 9 / 10
-    assert s.uncalibrate(0.9) == pytest.approx(0.75)
-    assert (s.uncalibrate(0.0), s.uncalibrate(1.0)) == (0.0, 1.0)
-    shifted = Scorer({}, calibration=(1.0, math.log(3)))  # odds times 3
-    assert shifted.calibrate(0.5) == pytest.approx(0.75)
-    p = np.linspace(0.01, 0.99, 50)
+    s = Scorer({"keep": 1.0}, calibration=KNOTS)
+    assert s.calibrate(0.4) == pytest.approx(0.3)  # half way from (0.2, 0.1) to (0.6, 0.5)
+    assert s.calibrate(0.95) == pytest.approx(0.7)  # flat above the last knot
+    assert s.uncalibrate(0.3) == pytest.approx(0.4)
+    assert s.uncalibrate(0.7) == 1.0  # no confidence is above 0.7: nothing passes
+    assert s.uncalibrate(0.0) == 0.0
+    p = np.linspace(0.01, 0.89, 50)
     assert np.all(np.diff(s.calibrate(p)) > 0)  # monotone: the order of edits never changes
+    for t in (0.0123, 0.333, 0.5555, 0.6789):  # p > uncalibrate(t) exactly where calibrate(p) > t
+        q = np.linspace(0.0, 1.0, 1001)
+        assert np.array_equal(q > s.uncalibrate(t), s.calibrate(q) > t + 1e-12)
     assert Scorer({"keep": 1.0}).calibrate(p) == pytest.approx(p)  # identity by default
 
 
 def test_calibration_round_trip_and_rejects_a_decreasing_map():
-    s = Scorer({"keep": 1.0}, calibration=(0.5, -0.25))
-    assert s.to_dict()["calibration"] == [0.5, -0.25]
+    s = Scorer({"keep": 1.0}, calibration=KNOTS)
+    assert s.to_dict()["calibration"] == {"probability": list(KNOTS[0]), "confidence": list(KNOTS[1])}
     assert Scorer.from_dict(json.loads(json.dumps(s.to_dict()))) == s
     assert "calibration" not in Scorer({"keep": 1.0}).to_dict()
-    with pytest.raises(ValueError, match="calibration"):
-        Scorer.from_dict({"linear": {"keep": 1.0}, "calibration": [-1.0, 0.0]})
+    for bad in ({"probability": [0.0, 0.5], "confidence": [0.5, 0.2]}, {"probability": [0.0], "confidence": [0.0]},
+                {"probability": [0.0, 0.5, 1.0], "confidence": [0.0, 0.5]}):
+        with pytest.raises(ValueError, match="calibration"):
+            Scorer.from_dict({"linear": {"keep": 1.0}, "calibration": bad})
 
 
-def test_fit_platt_recovers_a_known_map():
-    from training.ranker import fit_platt
+def test_fit_isotonic_pools_violators_by_hand():
+    from training.ranker import fit_isotonic
+
+    p = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    right = np.array([0, 1, 0, 0, 1, 1, 0, 1], dtype=float)
+    # blocks: {0.1}: 0 | {0.2, 0.3, 0.4}: 1/3 | {0.5, 0.6, 0.7}: 2/3 | {0.8}: 1
+    xs, ys = fit_isotonic(p, right)
+    assert xs == pytest.approx((0.1, 0.3, 0.6, 0.8)) and ys == pytest.approx((0.0, 1 / 3, 2 / 3, 1.0), abs=1e-6)
+    xs, ys = fit_isotonic(p[1:], right[1:])  # the lowest block is right a third of the time: (0, 0) in front
+    assert xs == pytest.approx((0.0, 0.3, 0.6, 0.8)) and ys == pytest.approx((0.0, 1 / 3, 2 / 3, 1.0), abs=1e-6)
+    assert fit_isotonic(p, np.ones(8)) == ((0.0, 0.45), (0.0, 1.0))  # one block, always right
+    assert fit_isotonic(p, np.zeros(8)) == ((0.0, 1.0), (0.0, 1.0))  # a single knot: the identity
+
+
+def test_fit_isotonic_pools_small_blocks_with_the_closer_neighbour():
+    from training.ranker import fit_isotonic
+
+    p = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    right = np.array([0, 1, 0, 0, 1, 1, 0, 1], dtype=float)
+    # PAV blocks of 1, 3, 3, 1 edits; min_block 2 pools {0.1} into the next, then {0.8} into the one before
+    xs, ys = fit_isotonic(p, right, min_block=2)
+    assert xs == pytest.approx((0.0, 0.25, 0.65)) and ys == pytest.approx((0.0, 0.25, 0.75))
+    assert fit_isotonic(p, right, min_block=8) == ((0.0, 0.45), (0.0, 0.5))  # one block of all eight
+
+
+def test_choose_min_block_smooths_a_flat_noisy_map():
+    from training.ranker import choose_min_block, fit_isotonic
+
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.05, 0.95, 2000)
+    right = (rng.random(len(p)) < 0.5).astype(float)  # the probabilities carry no information
+    size = choose_min_block(p, right)
+    assert size > 1
+    xs, ys = fit_isotonic(p, right, size)
+    assert max(ys[1:]) - min(ys[1:]) < 0.25  # near flat, not the staircase of single lucky edits
+
+
+def test_fit_isotonic_recovers_a_known_map():
+    from training.ranker import fit_isotonic
 
     rng = np.random.default_rng(0)
     p = rng.uniform(0.02, 0.98, 40000)
-    true = 1 / (1 + np.exp(-(0.6 * np.log(p / (1 - p)) - 0.4)))  # over-confident probabilities
+    true = p**2  # over-confident probabilities
     right = (rng.random(len(p)) < true).astype(float)
-    a, b = fit_platt(p, right)
-    assert a == pytest.approx(0.6, abs=0.05) and b == pytest.approx(-0.4, abs=0.05)
+    s = Scorer({}, calibration=fit_isotonic(p, right))
+    grid = np.linspace(0.1, 0.9, 9)
+    assert s.calibrate(grid) == pytest.approx(grid**2, abs=0.05)

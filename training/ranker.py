@@ -26,8 +26,9 @@ import numpy as np
 
 from corrector import Corrector
 from corrector.features import CHEAP, COL, FEATURES, RATE_A, RATE_B
-from corrector.rank import RankerWeights, Scorer
+from corrector.rank import IDENTITY, RankerWeights, Scorer
 
+from .csc_data import read_pairs
 from .metrics import csc_metrics
 from .splits import dev_pairs, train_pairs
 
@@ -264,20 +265,54 @@ def dev_edits(fix: Corrector, pairs: list[tuple[str, str]], **settings) -> tuple
     return np.array(conf, dtype=np.float64), np.array(right, dtype=np.float64)
 
 
-def fit_platt(p: np.ndarray, right: np.ndarray, iters: int = 50) -> tuple[float, float]:
-    """(a, b) maximising the likelihood of ``right`` under sigmoid(a·logit(p) + b) (Newton's method)."""
-    q = np.clip(p, 1e-6, 1 - 1e-6)
-    x = np.stack([np.log(q / (1 - q)), np.ones_like(q)], axis=1)
-    w = np.array([1.0, 0.0])
-    for _ in range(iters):
-        m = 1.0 / (1.0 + np.exp(-(x @ w)))
-        g = x.T @ (right - m)
-        H = (x * (m * (1 - m))[:, None]).T @ x + 1e-6 * np.eye(2)
-        step = np.linalg.solve(H, g)
-        w += step
-        if np.abs(step).max() < 1e-9:
-            break
-    return round(float(w[0]), 6), round(float(w[1]), 6)
+def fit_isotonic(p: np.ndarray, right: np.ndarray, min_block: int = 1) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Knots (probabilities, confidences) of the isotonic regression of ``right`` on ``p`` (pool adjacent
+    violators): one knot per pooled block, at its mean probability and its share right, so both rows strictly
+    increase; (0, 0) in front when the lowest block is sometimes right. Fewer than two knots: the identity.
+    A block of fewer than ``min_block`` edits is pooled with the neighbour whose share is closer (a handful of
+    edits that happened to be right must not earn confidence 1.0)."""
+    order = np.argsort(p, kind="stable")
+    p, y = np.asarray(p, np.float64)[order], np.asarray(right, np.float64)[order]
+    _, start = np.unique(p, return_index=True)  # equal probabilities start in one block
+    blocks: list[list[float]] = []  # [count, sum of p, sum right]
+    for n, sp, sy in zip(np.diff(np.append(start, len(p))), np.add.reduceat(p, start), np.add.reduceat(y, start)):
+        blocks.append([float(n), float(sp), float(sy)])
+        while len(blocks) > 1 and blocks[-2][2] / blocks[-2][0] >= blocks[-1][2] / blocks[-1][0]:
+            last = blocks.pop()
+            blocks[-1] = [u + v for u, v in zip(blocks[-1], last)]
+    while len(blocks) > 1 and min(b[0] for b in blocks) < min_block:
+        i = min(range(len(blocks)), key=lambda k: (blocks[k][0], k))
+        rate = blocks[i][2] / blocks[i][0]
+        j = i - 1 if i == len(blocks) - 1 or (i > 0 and rate - blocks[i - 1][2] / blocks[i - 1][0]
+                                                <= blocks[i + 1][2] / blocks[i + 1][0] - rate) else i + 1
+        lo, hi = min(i, j), max(i, j)  # pooling two neighbours of a monotone sequence keeps it monotone
+        blocks[lo : hi + 1] = [[u + v for u, v in zip(blocks[lo], blocks[hi])]]
+    knots = [(0.0, 0.0)] if blocks and blocks[0][2] > 0 else []
+    for n, sp, sy in blocks:
+        x, c = round(sp / n, 6), round(sy / n, 6)
+        if not knots or (x > knots[-1][0] and c > knots[-1][1]):  # rounding may merge two knots
+            knots.append((x, c))
+    if len(knots) < 2:
+        return IDENTITY
+    xs, ys = zip(*knots)
+    return tuple(xs), tuple(ys)
+
+
+def choose_min_block(p: np.ndarray, right: np.ndarray, sizes: tuple[int, ...] = (1, 10, 25, 50, 100),
+                     seed: int = 0) -> int:
+    """The ``min_block`` of :func:`fit_isotonic` with the lowest Brier score in two-fold cross-fitting
+    (fit on one random half of the edits, score the other, and the other way round)."""
+    p, right = np.asarray(p, np.float64), np.asarray(right, np.float64)
+    half = np.random.default_rng(seed).permutation(len(p)) % 2 == 0
+    best, best_size = np.inf, sizes[0]
+    for size in sizes:
+        err = 0.0
+        for fit in (half, ~half):
+            xs, ys = fit_isotonic(p[fit], right[fit], size)
+            err += float(((np.interp(p[~fit], xs, ys) - right[~fit]) ** 2).sum())
+        if err < best - 1e-12:
+            best, best_size = err, size
+    return best_size
 
 
 def reliability(fix: Corrector, pairs: list[tuple[str, str]], png: Path | None, bins: int = 10) -> list[dict]:
@@ -344,10 +379,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
     ap.add_argument("--reliability-only", action="store_true",
                     help="only print the bundle's reliability table on dev (and draw --plot)")
+    ap.add_argument("--pairs", type=Path, help="with --reliability-only: a source<TAB>target file to use instead "
+                    "of dev (an out-of-sample check of the calibration, which is fitted on dev)")
     a = ap.parse_args(argv)
     t0 = time.time()
     if a.reliability_only:
-        for row in reliability(Corrector.load(a.model, device="cpu"), dev_pairs(a.data, a.holdout), a.plot):
+        pairs = read_pairs(a.pairs) if a.pairs else dev_pairs(a.data, a.holdout)
+        for row in reliability(Corrector.load(a.model, device="cpu"), pairs, a.plot):
             print(json.dumps(row))
         return
     fix = Corrector.load(a.model, device="cpu", threshold=1.0)
@@ -410,15 +448,20 @@ def main(argv: list[str] | None = None) -> None:
     assert best is not None
     fix.ranker = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"])
     fix.config = fix.config.with_overrides(shortlist=best["shortlist"])
-    # 4. calibration: Platt scaling of each scorer's edit probabilities on the dev edits; the thresholds
+    # 4. calibration: isotonic regression of each scorer's edit probabilities on the dev edits; the thresholds
     # (chosen on the probabilities) move with it, so the same edits are made
     for key, use_lm in (("with_lm", True), ("no_lm", False)):
-        cal = fit_platt(*dev_edits(fix, dev, use_lm=use_lm))
+        p, right = dev_edits(fix, dev, use_lm=use_lm)
+        min_block = choose_min_block(p, right)
+        cal = fit_isotonic(p, right, min_block)
         best[key] = replace(best[key], calibration=cal)
+        report[f"calibration_min_block_{key}"] = min_block
         th = "threshold_lm" if use_lm else "threshold_no_lm"
         best[th] = float(best[key].calibrate(best[th]))
         report[f"calibration_{key}"] = cal
-    print(f"calibration {report['calibration_with_lm']} (no LM {report['calibration_no_lm']})", flush=True)
+    print(f"calibration: {len(report['calibration_with_lm'][0])} knots, blocks of >= "
+          f"{report['calibration_min_block_with_lm']} edits (no LM {len(report['calibration_no_lm'][0])}, >= "
+          f"{report['calibration_min_block_no_lm']})", flush=True)
     fix.ranker = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"])
     report["reliability_dev"] = reliability(fix, dev, a.plot)
     meta = {"fitted": True, "train_pairs": len(train), "shortlist": best["shortlist"], "hidden": best["hidden"],
