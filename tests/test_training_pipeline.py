@@ -200,6 +200,42 @@ def test_resumed_pretraining_refuses_recipe_flags_and_logs_schedule_flags(prepar
     assert all(r["hardware"].startswith(platform.machine()) for r in ledger)
 
 
+def test_fork_starts_an_ab_arm_that_may_change_the_recipe_once(prepared, tmp_path):
+    import numpy as np
+
+    data, main, arm = prepared / "data", tmp_path / "main", tmp_path / "arm"
+    first = _pretrain(data, main, "--max-steps", "4", "--snapshot-tokens", "256")  # 128 tokens a step
+    assert first.returncode == 0, first.stderr[-3000:]
+    (snap,) = (main / "snapshots").iterdir()
+    snap_step = torch.load(snap / "ckpt.pt", weights_only=False)["step"]
+    vocab = json.loads((data / "meta.json").read_text(encoding="utf-8"))["vocab_size"]
+    table = np.random.default_rng(0).integers(5, vocab, size=(vocab, 4))
+    np.save(tmp_path / "confusions.npy", table)
+    arm_args = ("--fork-from", str(snap), "--confusion-rate", "0.3", "--confusions", str(tmp_path / "confusions.npy"))
+    # a plain resume may not change the recipe ...
+    refused = _pretrain(data, main, "--max-steps", "6", *arm_args[2:])
+    assert refused.returncode != 0 and "--confusion-rate 0.3 (checkpoint: 0.0)" in refused.stderr
+    # ... an arm forked from a snapshot may, and starts where the snapshot stood
+    forked = _pretrain(data, arm, "--max-steps", "6", *arm_args)
+    assert forked.returncode == 0, forked.stderr[-3000:]
+    assert "--confusion-rate 0.3 replaces the checkpoint's 0.0" in forked.stdout
+    ckpt = torch.load(arm / "ckpt.pt", weights_only=False)
+    assert ckpt["step"] == 6 and ckpt["train_config"]["confusion_rate"] == 0.3
+    record = json.loads((arm / "fork.json").read_text(encoding="utf-8"))
+    assert record["from"] == f"main/{snap.name}" and record["step"] == snap_step
+    ledger = json.loads((arm / "ledger.json").read_text(encoding="utf-8"))
+    assert ledger[0]["step_from"] == snap_step and ledger[0]["step_to"] == 6
+    prov = json.loads((arm / "provenance.json").read_text(encoding="utf-8"))
+    assert prov["pretraining"]["forked_from"]["from"] == f"main/{snap.name}"
+    # the same command again resumes the arm; a fork into another run's folder is refused
+    again = _pretrain(data, arm, "--max-steps", "7", *arm_args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert torch.load(arm / "ckpt.pt", weights_only=False)["step"] == 7
+    clash = _pretrain(data, main, "--max-steps", "6", *arm_args)
+    assert clash.returncode != 0 and "already holds another run's checkpoint" in clash.stderr
+    assert "Traceback" not in clash.stderr + refused.stderr
+
+
 def test_collapsed_discriminator_stops_the_run_with_a_message(prepared, tmp_path):
     """Thresholds no discriminator can pass force the collapse rule: it waits for warmup and two evaluations
     in a row, then stops with a message and a non-zero exit, keeping the checkpoint and saving no pair."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import time
@@ -198,13 +199,42 @@ def evaluate(model: ElectraPretrainer, val: TokenWindows, cfg: PretrainConfig, r
 # may differ from the checkpoint's on resume (applied and logged); every other setting is fixed for the run
 RESUME_MUTABLE = ("max_steps", "lr", "warmup_steps", "log_every", "eval_every", "ckpt_every", "snapshot_tokens",
                   "collapse_auc", "collapse_std")
+# an A/B arm (--fork-from a snapshot) may also change the corruption recipe, once, when it starts
+FORK_MUTABLE = ("confusion_rate", "mask_rate", "mask_token_prob", "rtd_weight")
+FORK_FILE = "fork.json"  # in an arm's run folder: where it was forked from and what it changed
+
+
+def fork(source: Path, out: Path) -> bool:
+    """Start the A/B arm ``out`` from ``source`` (a snapshot folder, or a run folder, holding ckpt.pt): copy
+    the checkpoint in and record where it came from. True when this call made the fork; False when ``out``
+    is that same arm already (the same command re-run resumes it). Any other checkpoint in ``out`` is refused."""
+    src = source / "ckpt.pt"
+    if not src.is_file():
+        raise SystemExit(f"--fork-from {source}: no ckpt.pt there (a snapshot folder or a run folder)")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise SystemExit("--fork-from starts an arm in one process: run it once without torchrun "
+                         "(--stop-after 1, say), then continue the arm under torchrun without --fork-from")
+    here = source.resolve()
+    name = f"{here.parent.parent.name}/{here.name}" if here.parent.name == "snapshots" else here.name  # no paths
+    record = out / FORK_FILE
+    if (out / "ckpt.pt").exists():
+        if record.exists() and json.loads(record.read_text(encoding="utf-8"))["from"] == name:
+            return False
+        raise SystemExit(f"--fork-from {source}: {out} already holds another run's checkpoint; give a new --out")
+    out.mkdir(parents=True, exist_ok=True)
+    saved = loop.load_checkpoint(src)
+    shutil.copyfile(src, out / "ckpt.pt")
+    record.write_text(json.dumps({"from": name, "step": saved["step"], "tokens_seen": saved["tokens_seen"]},
+                                 indent=1), encoding="utf-8")
+    return True
 
 
 def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, device: str = "auto",
           threads: int = 0, confusions_path: Path | None = None, compile_model: bool = False,
-          stop_after: int = 0, given: set[str] | None = None) -> dict:
+          stop_after: int = 0, given: set[str] | None = None, forking: bool = False) -> dict:
     """Pretrain into ``out`` (resuming from out/ckpt.pt). ``given``: the config fields set on the command
-    line (None = all of them), which a resumed run must not silently override."""
+    line (None = all of them), which a resumed run must not silently override. ``forking``: the first
+    invocation of an A/B arm, which may also change the recipe flags of ``FORK_MUTABLE``."""
     rt = loop.setup_runtime(device, threads)
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "ckpt.pt"
@@ -212,7 +242,8 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
     if resume:
         cfg = loop.resume_config(PretrainConfig, cfg, resume["train_config"],
                                  {f.name for f in fields(PretrainConfig)} if given is None else given,
-                                 RESUME_MUTABLE, ckpt_path, log=print if rt.is_main else lambda _: None)
+                                 RESUME_MUTABLE + (FORK_MUTABLE if forking else ()), ckpt_path,
+                                 log=print if rt.is_main else lambda _: None)
     np_rng = loop.seed_everything(cfg.seed + rt.rank)
     model_cfg = ModelConfig.from_dict(resume["model_config"]) if resume else get_config(cfg.config)
     meta = load_meta(data)
@@ -252,12 +283,14 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
             {"model_config": model_cfg.to_dict(), "train_config": asdict(cfg)}, indent=2), encoding="utf-8")
     hardware = f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads)"
     ledger = loop.Ledger(out / "ledger.json", step=step, tokens=tokens_seen, hardware=hardware) if rt.is_main else None
+    fork_record = out / FORK_FILE
+    forked = {"forked_from": json.loads(fork_record.read_text(encoding="utf-8"))} if fork_record.exists() else {}
 
     def provenance(step: int, finished: bool, elapsed_s: float) -> dict:
         return {"pretraining": {
             "step": step, "tokens_seen": tokens_seen, "elapsed_s": round(elapsed_s), "finished": finished,
             "corpus": meta.get("corpus_files"), "model_config": cfg.config, "seq_len": cfg.seq_len,
-            "confusion_rate": cfg.confusion_rate, "hardware": hardware}}
+            "confusion_rate": cfg.confusion_rate, "hardware": hardware, **forked}}
 
     def state() -> dict:
         rngs: list = [None] * rt.world_size
@@ -357,6 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--confusions", type=Path, default=None,
                     help="confusion table .npy from training.similarity (needed for --confusion-rate > 0)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (helps on CUDA)")
+    ap.add_argument("--fork-from", type=Path, default=None,
+                    help="start --out as an A/B arm from this snapshot (or run) folder's ckpt.pt; the arm may change "
+                         + ", ".join("--" + m.replace("_", "-") for m in FORK_MUTABLE)
+                         + " once; re-running the same command resumes the arm")
     for f in fields(PretrainConfig):
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
@@ -373,8 +410,9 @@ def main(argv: list[str] | None = None) -> None:
     if cfg.confusion_rate > 0 and args.confusions is None:
         raise SystemExit("--confusion-rate needs --confusions")
     given = loop.given_flags(build_parser(), argv) & {f.name for f in fields(PretrainConfig)}
+    forking = fork(args.fork_from, args.out) if args.fork_from else False
     train(cfg, args.data, args.out, args.max_minutes, args.device, args.threads, args.confusions, args.compile,
-          args.stop_after, given)
+          args.stop_after, given, forking)
 
 
 if __name__ == "__main__":
