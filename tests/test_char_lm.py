@@ -410,3 +410,15 @@ def test_guarded_lookup_equals_bounded_lookup(tmp_path: Path) -> None:
     np.testing.assert_array_equal(fast[0], slow[0])
     np.testing.assert_array_equal(fast[1][fast[0]], slow[1][slow[0]])
     assert fast[0][:200_000].all()
+
+
+def test_make_csc_data_lm_scorer_sums_sentence_logprobs(lms: dict[str, CharLM],
+                                                         corpus: tuple[Path, list[str]]) -> None:
+    """training.make_csc_data's scorer for the 'lm' error kind: one vectorised lookup for a list of texts,
+    each text's score its sentence log-probability."""
+    from training.make_csc_data import lm_scorer
+
+    lm = lms["kn4_pruned_q"]
+    texts = corpus[1][:5] + ["完全没见过的句子"]
+    scores = lm_scorer(lm.path)(texts)
+    assert scores == pytest.approx([lm.sentence_logprob(t) for t in texts], rel=1e-6)

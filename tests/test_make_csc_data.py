@@ -185,6 +185,31 @@ def test_prior_kind_draws_what_real_errors_wrote(tables):
         Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(mix=parse_mix("prior=1")))
 
 
+def test_lm_kind_keeps_the_draw_the_lm_cannot_tell_apart(tables):
+    """lm: of the prior's draws at a position, the one the LM scores highest, and only if it costs the
+    sentence at most lm_margin nats; the LM here is a hand-made table of sentence scores."""
+    prior = {"已": {"己": 1.0, "巳": 1.0, "再": 1.0}}
+    table = {"他已经走了": 0.0, "他再经走了": -1.5, "他己经走了": -3.0, "他巳经走了": -10.0}
+    calls: list[list[str]] = []
+
+    def lm_score(texts: list[str]) -> list[float]:
+        calls.append(texts)
+        return [table[t] for t in texts]
+
+    corrupter = Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(mix=parse_mix("lm=1")),
+                          prior=prior, lm_score=lm_score)
+    made = [corrupter.corrupt("他已经走了", n_errors=1) for _ in range(100)]
+    assert all(c[0] == "他已经走了" for c in calls)  # the sentence as it stands is scored with its variants
+    errors = [s for s, _, kinds in made if kinds == ["lm"]]
+    assert len(errors) > 80 and set(errors) == {"他再经走了"}  # 再 whenever it was among the 8 draws
+    assert all(kinds in ([], ["lm"]) for _, _, kinds in made)
+    strict = Corrupter(tables, _vocab(), random.Random(0),
+                       config=CorruptionConfig(mix=parse_mix("lm=1"), lm_margin=1.0), prior=prior, lm_score=lm_score)
+    assert all(strict.corrupt("他已经走了", n_errors=1)[2] == [] for _ in range(20))  # every draw costs > 1 nat
+    with pytest.raises(ValueError, match="no error kind"):
+        Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(mix=parse_mix("lm=1")), prior=prior)
+
+
 def test_holdout_written_and_excluded(data, tables, homophones, tmp_path):
     stats = _make(
         data, tables, homophones, tmp_path / "train.tsv", n=50,

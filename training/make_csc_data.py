@@ -14,6 +14,10 @@ seed give a byte-identical file. The synthetic errors copy how real ones happen:
 * ``sound``: one character swapped for a same- or similar-sounding one (pinyin similarity tables).
 * ``shape``: one character swapped for a look-alike (glyph-shape similarity tables).
 * ``random``: one character swapped for a random frequent character.
+* ``prior``: one character swapped as real writers do, drawn from the confusion prior P(written | intended).
+* ``lm``: an error the character n-gram LM alone cannot tell apart: a few draws from the prior (or the
+  sound table) at a few positions, the one the LM likes best kept if it costs the sentence at most
+  ``lm_margin`` nats of LM log-probability. These are the errors the networks must learn to catch.
 
 A share of sentences (``--clean-share``) is kept untouched so the model learns to leave correct text
 alone. Only CJK characters of the vocab are replaced, and only by CJK vocab characters seen in the corpus.
@@ -43,7 +47,7 @@ from corrector.similarity import SimilarityTables, pinyin_similarity
 from corrector.text import _CJK_RANGES, is_cjk
 from corrector.tokenize import read_vocab_list
 
-KINDS = ("word", "sound", "shape", "random", "prior")
+KINDS = ("word", "sound", "shape", "random", "prior", "lm")
 DEFAULT_MIX = {"word": 0.30, "sound": 0.40, "shape": 0.25, "random": 0.05}  # roughly SIGHAN-like
 # prior: a character written for the intended one as in real errors (training.confusion_prior's
 # P(written | intended) from the real training pairs and the candidate table); needs --prior-candidates
@@ -230,6 +234,9 @@ class CorruptionConfig:
     min_shape_sim: float = 0.4  # weaker look-alikes (的 → 酌 0.38) do not look alike to a reader
     random_pool: int = 3000  # "random" draws uniformly from this many most frequent characters
     min_char_freq: int = 20  # replacements seen at least this often in the corpus (20 in 64M: 4.7k chars)
+    lm_candidates: int = 8  # "lm": draws scored by the LM at each tried position ...
+    lm_positions: int = 4  # ... at up to this many positions of the sentence
+    lm_margin: float = 2.0  # "lm": the kept draw costs the sentence at most this many nats of LM log-probability
 
 
 def writable_chars(vocab: Iterable[str], tables: SimilarityTables, min_freq: int = 1) -> frozenset[str]:
@@ -257,8 +264,10 @@ class Corrupter:
         config: CorruptionConfig | None = None,
         segment: Callable[[str], list[tuple[int, str]]] | None = None,
         prior: dict[str, dict[str, float]] | None = None,
+        lm_score: Callable[[list[str]], Sequence[float]] | None = None,
     ) -> None:
         self.tables = tables
+        self.lm_score = lm_score  # texts -> their LM log-probabilities (the "lm" kind)
         self.rng = rng
         self.homophones = homophones
         self.config = cfg = config or CorruptionConfig()
@@ -266,7 +275,7 @@ class Corrupter:
         self._segment = segment
         self.prior = prior or {}
         self._kinds = [k for k in KINDS if cfg.mix.get(k, 0) > 0 and (k != "word" or homophones is not None)
-                       and (k != "prior" or self.prior)]
+                       and (k != "prior" or self.prior) and (k != "lm" or lm_score is not None)]
         if not self._kinds:
             raise ValueError("no error kind is usable (a word-only mix needs a HomophoneIndex, a prior-only mix "
                              "a prior)")
@@ -362,6 +371,30 @@ class Corrupter:
         touched[i] = True
         return [i]
 
+    def _lm_error(self, chars: list[str], touched: list[bool]) -> list[int]:
+        """At up to lm_positions places, lm_candidates draws each; the one the LM finds most plausible is
+        written if it costs the sentence at most lm_margin nats (else none: the kind gives way to the others)."""
+        assert self.lm_score is not None
+        cfg, base = self.config, ("prior" if self.prior else "sound")
+        positions = [i for i, c in enumerate(chars) if not touched[i] and self._editable(c) and self._choices(base, c)]
+        if not positions:
+            return []
+        tried = []  # (position, character)
+        for i in self.rng.sample(positions, min(cfg.lm_positions, len(positions))):
+            choices = self._choices(base, chars[i])
+            assert choices is not None
+            tried += [(i, c) for c in sorted(set(self.rng.choices(choices[0], cum_weights=choices[1],
+                                                                  k=cfg.lm_candidates)))]
+        text = "".join(chars)
+        scores = list(self.lm_score([text] + [text[:i] + c + text[i + 1 :] for i, c in tried]))
+        best = max(range(len(tried)), key=lambda k: (scores[k + 1], -k))
+        if scores[best + 1] - scores[0] < -cfg.lm_margin:
+            return []
+        i, c = tried[best]
+        chars[i] = c
+        touched[i] = True
+        return [i]
+
     def _word_error(self, spans: list[tuple[int, str]], chars: list[str], touched: list[bool]) -> list[int]:
         assert self.homophones is not None
         candidates, weights = [], []
@@ -404,6 +437,8 @@ class Corrupter:
                     if spans is None:
                         spans = self._word_spans(sentence)
                     changed = self._word_error(spans, chars, touched)
+                elif kind == "lm":
+                    changed = self._lm_error(chars, touched)
                 else:
                     changed = self._char_error(kind, chars, touched)
                 if changed:
@@ -569,6 +604,7 @@ def make_dataset(
     min_cjk_share: float = 0.6,
     progress: bool = True,
     prior: dict[str, dict[str, float]] | None = None,
+    lm_score: Callable[[list[str]], Sequence[float]] | None = None,
 ) -> Stats:
     """Writes the shuffled train pairs to out (and the held-out real pairs to holdout_out); returns stats.
 
@@ -607,7 +643,8 @@ def make_dataset(
     if n > 0 and not sentences:
         raise ValueError(f"{sentences_file} has no sentences of {min_chars}..{max_chars} characters")
     random.Random(f"{seed}/order").shuffle(sentences)  # the reservoir's order is not random
-    corrupter = Corrupter(tables, vocab, random.Random(f"{seed}/corrupt"), homophones, config, prior=prior)
+    corrupter = Corrupter(tables, vocab, random.Random(f"{seed}/corrupt"), homophones, config, prior=prior,
+                          lm_score=lm_score)
     synthetic = []
     pairs_iter = synthetic_pairs(sentences, n, clean_share, corrupter, random.Random(f"{seed}/clean"), stats)
     for source, target in tqdm(pairs_iter, total=n, desc="corrupting", disable=not progress, mininterval=2):
@@ -659,7 +696,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--mix",
         default=",".join(f"{k}={v}" for k, v in DEFAULT_MIX.items()),
-        help="error kind weights: word (IME homophone word), sound, shape, random (default %(default)s)",
+        help="error kind weights: word (IME homophone word), sound, shape, random, prior (needs "
+             "--prior-candidates), lm (needs --lm) (default %(default)s)",
     )
     ap.add_argument(
         "--errors",
@@ -700,8 +738,30 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--prior-candidates", type=Path,
                     help="candidate table dir (training.candidates) whose real confusions and similarities give the "
                          "'prior' error kind: P(written | intended) as training.confusion_prior weighs it")
+    ap.add_argument("--lm", type=Path, help="character LM dir (training.char_lm, or a bundle's lm/) for the 'lm' "
+                                            "error kind: substitutions this LM alone cannot tell apart")
+    ap.add_argument("--lm-margin", type=float, default=CorruptionConfig.lm_margin,
+                    help="'lm' errors cost the sentence at most this many nats of LM log-probability "
+                         "(default %(default)s)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
+
+
+def lm_scorer(path: Path) -> Callable[[list[str]], Sequence[float]]:
+    """Texts -> their character LM log-probabilities, all windows of a call in one vectorised lookup."""
+    import numpy as np
+
+    from corrector.char_lm import CharLM
+
+    lm = CharLM.load(path)
+
+    def score(texts: list[str]) -> Sequence[float]:
+        wins = [lm.windows(lm.encode_sentence(t)) for t in texts]
+        lp = lm.logprob(np.concatenate(wins)).astype(np.float64)
+        ends = np.cumsum([len(w) for w in wins])
+        return [float(x) for x in np.add.reduceat(lp, np.r_[0, ends[:-1]])]
+
+    return score
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -709,7 +769,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     try:
         config = CorruptionConfig(
-            mix=parse_mix(args.mix), error_counts=parse_counts(args.errors), min_char_freq=args.min_char_freq
+            mix=parse_mix(args.mix), error_counts=parse_counts(args.errors), min_char_freq=args.min_char_freq,
+            lm_margin=args.lm_margin,
         )
     except ValueError as e:
         ap.error(str(e))
@@ -732,6 +793,8 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--holdout-out must differ from --out")
     if config.mix["prior"] > 0 and args.prior_candidates is None:
         ap.error("a mix with prior=... needs --prior-candidates")
+    if config.mix["lm"] > 0 and (args.lm is None or not (args.lm / "meta.json").is_file()):
+        ap.error("a mix with lm=... needs --lm DIR (a character LM from training.char_lm)")
 
     t0 = time.perf_counter()
     tables = SimilarityTables.load(args.similarity)
@@ -767,6 +830,7 @@ def main(argv: list[str] | None = None) -> None:
         min_cjk_share=args.min_cjk_share,
         progress=not args.no_progress,
         prior=prior,
+        lm_score=lm_scorer(args.lm) if config.mix["lm"] > 0 else None,
     )
     print(summary(stats, time.perf_counter() - t0))
     print(f"→ {args.out}" + (f", held out → {args.holdout_out}" if stats.holdout else ""))
