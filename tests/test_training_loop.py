@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from training import loop
-from training.rtd_health import CollapseGuard, representation_spread, rtd_auc
+from training.rtd_health import CollapseGuard, representation_spread, rtd_auc, rtd_skill
 
 
 def test_auc_known_answers():
@@ -22,6 +22,14 @@ def test_auc_known_answers():
     # pairs (pos, neg): 0.5>0.1 yes, 0.5>0.5 tie, 0.3>0.1 yes, 0.3<0.5 no -> (1 + 0.5 + 1 + 0) / 4
     assert rtd_auc(torch.tensor([0.1, 0.5, 0.5, 0.3]), labels) == pytest.approx(0.625)
     assert math.isnan(rtd_auc(torch.tensor([0.1, 0.2]), torch.tensor([0, 0])))
+
+
+def test_rtd_skill_against_the_base_rate():
+    h = -(0.15 * math.log(0.15) + 0.85 * math.log(0.85))  # always predicting 15% replaced
+    assert rtd_skill(h, 0.15) == pytest.approx(0.0)
+    assert rtd_skill(0.0, 0.15) == pytest.approx(1.0)
+    assert rtd_skill(h / 2, 0.15) == pytest.approx(0.5)
+    assert rtd_skill(0.1, 0.0) < 0  # nothing replaced: any loss is worse than the base rate
 
 
 def test_spread_of_identical_and_orthogonal_vectors():

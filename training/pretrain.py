@@ -37,7 +37,7 @@ from .modeling import (
     tie_embeddings,
     warm_start_embeddings,
 )
-from .rtd_health import CollapseGuard, representation_spread, rtd_auc
+from .rtd_health import CollapseGuard, representation_spread, rtd_auc, rtd_skill
 
 
 @dataclass
@@ -188,6 +188,7 @@ def evaluate(model: ElectraPretrainer, val: TokenWindows, cfg: PretrainConfig, r
             acc[f"val_{k}"] = acc.get(f"val_{k}", 0.0) + float(v) / batches
     model.train()
     acc["val_rtd_auc"] = rtd_auc(torch.cat(scores), torch.cat(labels))
+    acc["val_rtd_skill"] = rtd_skill(acc["val_rtd"], acc["val_replaced"])
     layers = torch.cat(hidden, dim=1)
     spreads = [representation_spread(h) for h in layers]
     acc["val_top_std"], acc["val_top_cos"] = spreads[-1]["std"], spreads[-1]["cos"]
@@ -337,7 +338,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
             log.write(step=step, tokens=tokens_seen, **m)
             if rt.is_main:
                 print(f"step {step} ({tokens_seen / 1e6:.2f}M tokens): val mlm_acc {m['val_mlm_acc']:.3f} "
-                      f"rtd {m['val_rtd']:.3f} auc {m['val_rtd_auc']:.3f} top-layer std {m['val_top_std']:.3f} "
+                      f"rtd {m['val_rtd']:.3f} (skill {m['val_rtd_skill']:.3f}) auc {m['val_rtd_auc']:.3f} top-layer std {m['val_top_std']:.3f} "
                       f"cos {m['val_top_cos']:.3f}", flush=True)
             reason = guard.check(step, m["val_rtd_auc"], m["val_top_std"])
             if reason:

@@ -30,6 +30,15 @@ def rtd_auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
     return u / (n_pos * n_neg)
 
 
+def rtd_skill(loss: float, replaced: float) -> float:
+    """1 - RTD loss / the loss of always predicting the share of replaced tokens (its binary entropy, nats):
+    0 for a discriminator that has learned nothing beyond the base rate, 1 for a perfect one. A run whose
+    AUC sags while this stays near 0 is a discriminator that has stopped learning, whatever its spread."""
+    p = min(max(replaced, 1e-9), 1 - 1e-9)
+    base = -(p * math.log(p) + (1 - p) * math.log(1 - p))
+    return 1.0 - loss / base
+
+
 def representation_spread(h: torch.Tensor, max_tokens: int = 4096) -> dict[str, float]:
     """How different the token vectors ``h`` (N, D) are from each other.
 
