@@ -35,6 +35,7 @@ GROUPS = {
     "character frequency": ("freq",),
     "dictionary words": ("word",),
     "name-likeness": ("name",),
+    "word forms kept in real corrected text": ("seen", "seen_max"),
 }
 GRID = [0.5, 0.55, 0.6, 0.65, 0.7]
 

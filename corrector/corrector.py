@@ -227,11 +227,12 @@ class Corrector:
         custom: dict[str, set[str]] = {}
         for a, b in cfg.confusions:
             custom.setdefault(a, set()).add(b)
-        short = self.evidence.shortlist(sites, self.ranker.shortlist, cfg.shortlist, cfg.top_k, custom)
         use_lm = cfg.use_lm and self.has_lm
+        pairs = self.evidence.word_pairs(sites) if use_lm else None  # their evidence is the LM's
+        short = self.evidence.shortlist(sites, self.ranker.shortlist, cfg.shortlist, cfg.top_k, custom, pairs)
         texts = [c.text for c in batch]
         lm_ids = self.evidence.lm_ids(texts) if use_lm else None
-        return sites, self.evidence.rows(sites, texts, short, lm_ids), lm_ids
+        return sites, self.evidence.rows(sites, texts, short, lm_ids, pairs), lm_ids
 
     def _decide(self, batch: list[_Chunk], cfg: CorrectorConfig) -> _Scored:
         return self._decide_rows(batch, *self._gather_score(batch, cfg), cfg)
@@ -284,6 +285,7 @@ class Corrector:
                 break
             which = near[rows.site]
             rows.X[which, COL["lm_gain"]] = self.evidence.lm_gain(sites, rows, lm_ids, which)[which]
+            rows.X[:, COL["pair"]] = self.evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
             probs = choice_probs(rows, scorer, n)
         return _Scored(batch, sites, rows, probs, first, decided, capped, scorer)
 

@@ -14,19 +14,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import product
 
 import numpy as np
 
 from .candidates import CandidateTable
 from .char_lm import BOS, EOS, PAD
 from .runtime import LogProbs
-from .similarity import SimilarityTables
+from .similarity import SimilarityTables, fuzzy_key, split_reading
 
 FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions", "error_rate", "freq", "word", "name",
-            "custom", "seen")
+            "custom", "seen", "seen_max", "pair")
 # seen (keep rows only): log(1 + how often the character's bigrams with its neighbours, as written, were
 # written correctly in the real training pairs; the rarer of the two): a form those pairs keep as
-# correct (甚么, 报导, 部份 in Taiwan-style text) is evidence against an edit that the corpus LM alone wants
+# correct (甚么, 报导, 部份 in Taiwan-style text) is evidence against an edit that the corpus LM alone wants.
+# seen_max: the same with the commoner of the two, so that a kept word form (甚么: kept 94 times in
+# sighan_train, corrected 3) counts whatever stands on its other side
+# pair (candidate rows only, with the LM): the LM gain of writing the candidate together with its neighbour's
+# counterpart in a frequent dictionary word that sounds like the two characters as written (建缸 → 健康,
+# 心腹 → 幸福: an IME slip of a whole word, which neither single-character edit fixes alone); 0 when none
+PAIR_MIN_FREQ = 50  # jieba frequency a word needs to be proposed as a pair
 CHEAP = ("gen_lp", "pinyin", "shape", "confusions", "error_rate", "freq")  # the shortlist's features
 # error_rate: log of (times the source was written for the candidate + a) / (times the source was written + b)
 # in the real training pairs: a character written correctly thousands of times (著, 甚) earns a low rate
@@ -63,12 +70,25 @@ class Sites:
 
 
 @dataclass
+class WordPairs:
+    """Adjacent sites a (then a + 1) and a dictionary word (x, y) to write over them, both characters changed."""
+
+    a: np.ndarray  # (p,) index into Sites of the first character
+    x: np.ndarray  # (p,) vocab id written there
+    y: np.ndarray  # (p,) vocab id written at the next site (a + 1)
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+
+@dataclass
 class Rows:
     """The choices of every site: one row each, the ``keep`` row first within its site."""
 
     site: np.ndarray  # (m,) index into Sites
     vid: np.ndarray  # (m,) vocab id of the choice
     X: np.ndarray  # (m, len(FEATURES)) float32
+    pairs: WordPairs | None = None  # the word pairs whose candidates are among the rows (``pair`` feature)
 
     def __len__(self) -> int:
         return len(self.site)
@@ -104,6 +124,9 @@ class Evidence:
         ids = np.flatnonzero(self.proposable)
         self.proposable_span = (int(ids.min()), int(ids.max()) + 1) if len(ids) else (0, 0)
         self._words: dict[str, int] | None = None
+        self.tables = tables
+        self._pair_index: dict[tuple[str, str], list[tuple[int, int]]] | None = None
+        self._keys_of: dict[str, tuple[str, ...]] = {}
         self._wkeys: tuple[np.ndarray, ...] | None = None
         V = len(self.vocab)
         entry_row = np.repeat(np.arange(len(candidates.offsets) - 1), np.diff(candidates.offsets))
@@ -119,8 +142,9 @@ class Evidence:
     # ---- gather -------------------------------------------------------------------------------------
 
     def shortlist(self, sites: Sites, weights: dict[str, float], size: int, top_k: int,
-                  custom: dict[str, set[str]]) -> tuple[np.ndarray, ...]:
-        """(site, vid, static row index or -1, custom flag) of each site's ``size`` best candidates by the cheap score."""
+                  custom: dict[str, set[str]], pairs: WordPairs | None = None) -> tuple[np.ndarray, ...]:
+        """(site, vid, static row index or -1, custom flag) of each site's ``size`` best candidates by the cheap
+        score, plus every character of ``pairs`` (which, like the user's pairs, the size never cuts)."""
         n = len(sites)
         if n == 0:
             empty = np.zeros(0, dtype=np.int64)
@@ -150,28 +174,38 @@ class Evidence:
                     cs.append(i)
                     cv.append(self.char_id[c])
         site_c, vid_c = np.array(cs, np.int64), np.array(cv, np.int64)
-        site = np.concatenate([site_s, site_d, site_c])
-        vid = np.concatenate([vid_s, vid_d, vid_c])
-        static = np.concatenate([idx_s, idx_d, self._table_index(src_row[site_c], vid_c)])
-        is_custom = np.concatenate([np.zeros(len(site_s) + len(site_d), bool), np.ones(len(site_c), bool)])
+        # ... and both characters of each word pair
+        no_pairs = WordPairs(*(np.zeros(0, np.int64),) * 3)
+        p = pairs if pairs is not None else no_pairs
+        site_p, vid_p = np.concatenate([p.a, p.a + 1]), np.concatenate([p.x, p.y])
+        site = np.concatenate([site_s, site_d, site_c, site_p])
+        vid = np.concatenate([vid_s, vid_d, vid_c, vid_p])
+        static = np.concatenate([idx_s, idx_d, self._table_index(src_row[site_c], vid_c),
+                                 self._table_index(src_row[site_p], vid_p)])
+        is_custom = np.concatenate([np.zeros(len(site_s) + len(site_d), bool), np.ones(len(site_c), bool),
+                                    np.zeros(len(site_p), bool)])
+        forced = np.concatenate([np.zeros(len(site_s) + len(site_d) + len(site_c), bool), np.ones(len(site_p), bool)])
         keep = (vid >= 0) & (vid != sites.src_id[site])
         if len(self.variant_keys):  # never another script's form of the character (the user's own pairs excepted)
             keep &= is_custom | ~np.isin(sites.src_id[site] * len(self.vocab) + vid, self.variant_keys)
-        site, vid, static, is_custom = site[keep], vid[keep], static[keep], is_custom[keep]
-        # one row per (site, vid), custom flags merged
+        site, vid, static, is_custom, forced = site[keep], vid[keep], static[keep], is_custom[keep], forced[keep]
+        # one row per (site, vid), custom and forced flags merged
         key = site * len(self.vocab) + vid
         order = np.argsort(key, kind="stable")
-        key, site, vid, static, is_custom = key[order], site[order], vid[order], static[order], is_custom[order]
+        key, site, vid, static = key[order], site[order], vid[order], static[order]
+        is_custom, forced = is_custom[order], forced[order]
         first = np.concatenate(([True], key[1:] != key[:-1]))[: len(key)]  # no candidates at all: empty
-        custom_any = np.logical_or.reduceat(is_custom, np.flatnonzero(first)) if len(key) else is_custom
-        site, vid, static, is_custom = site[first], vid[first], static[first], custom_any
+        if len(key):
+            starts = np.flatnonzero(first)
+            is_custom, forced = np.logical_or.reduceat(is_custom, starts), np.logical_or.reduceat(forced, starts)
+        site, vid, static = site[first], vid[first], static[first]
         # the best ``size`` per site by the cheap score (custom pairs always stay)
         score = self._cheap_score(sites, site, vid, static, weights) + 1e6 * is_custom
         order = np.lexsort((vid, -score, site))
-        site, vid, static, is_custom = site[order], vid[order], static[order], is_custom[order]
+        site, vid, static, is_custom, forced = site[order], vid[order], static[order], is_custom[order], forced[order]
         group_start = np.searchsorted(site, site, side="left")
         rank = np.arange(len(site)) - group_start
-        keep = (rank < size) | is_custom  # more custom pairs than ``size`` for one character: all stay
+        keep = (rank < size) | is_custom | forced  # more custom pairs than ``size`` for one character: all stay
         return site[keep], vid[keep], static[keep], is_custom[keep]
 
     def _cheap_score(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray,
@@ -228,8 +262,9 @@ class Evidence:
     # ---- score --------------------------------------------------------------------------------------
 
     def rows(self, sites: Sites, texts: Sequence[str], shortlist: tuple[np.ndarray, ...],
-             lm_ids: list[np.ndarray] | None) -> Rows:
-        """The feature matrix: each site's keep row, then its shortlisted candidates."""
+             lm_ids: list[np.ndarray] | None, pairs: WordPairs | None = None) -> Rows:
+        """The feature matrix: each site's keep row, then its shortlisted candidates (``pairs``: the word pairs
+        the shortlist was given, for the ``pair`` feature)."""
         c_site, c_vid, c_static, c_custom = shortlist
         n = len(sites)
         site = np.concatenate([np.arange(n), c_site])
@@ -253,11 +288,18 @@ class Evidence:
         X[:, COL["name"]] = np.where(is_keep, 0.0, name_like[site] if n else 0.0)
         X[:, COL["word"]] = self._word_scores(sites, texts, site, vid)
         if len(self.seen_keys) and n:
-            X[:, COL["seen"]] = np.where(is_keep, seen_value(*self.seen_counts(sites, texts))[site], 0.0)
-        rows = Rows(site, vid, X)
+            self.set_seen(X, is_keep, site, *self.seen_counts(sites, texts))
+        rows = Rows(site, vid, X, pairs)
         if lm_ids is not None and self.lm is not None:
             X[:, COL["lm_gain"]] = self.lm_gain(sites, rows, lm_ids, np.ones(len(rows), bool))
+            X[:, COL["pair"]] = self.pair_gain(sites, rows, lm_ids)
         return rows
+
+    @staticmethod
+    def set_seen(X: np.ndarray, is_keep: np.ndarray, site: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
+        """The keep rows' ``seen`` and ``seen_max`` from each site's (left, right) bigram counts; 0 elsewhere."""
+        X[:, COL["seen"]] = np.where(is_keep, seen_value(left, right)[site], 0.0)
+        X[:, COL["seen_max"]] = np.where(is_keep, seen_value(left, right, np.maximum)[site], 0.0)
 
     def _char_ids(self, sites: Sites, texts: Sequence[str]) -> np.ndarray:
         """The chunks' characters as vocab ids, two columns of -1 on each side (and -1 where not in the vocab)."""
@@ -337,10 +379,23 @@ class Evidence:
         sel = np.flatnonzero(which)
         if len(sel) == 0:
             return out
+        s = rows.site[sel]
+        total = np.zeros(len(rows), dtype=np.float64)
+        total[sel] = self._window_logprob(sites.chunk[s], sites.char[s], 1, lm_ids, [self.lm_vid[rows.vid[sel]]])
+        keep_row = np.searchsorted(rows.site, rows.site[sel], side="left")  # each site's keep row comes first
+        out[sel] = total[sel] - total[keep_row]
+        return out
+
+    def _window_logprob(self, chunk: np.ndarray, char: np.ndarray, span: int, lm_ids: list[np.ndarray],
+                        new: list[np.ndarray]) -> np.ndarray:
+        """Per query: the log-probability of the LM windows that contain any of the ``span`` characters from
+        ``char`` on in its chunk (as ``lm_ids`` has it), with ``new[j]`` (LM ids) written at ``char + j``."""
+        lm = self.lm
+        assert lm is not None
         n = lm.order
-        chunks = sorted({int(c) for c in sites.chunk[rows.site[sel]]})
+        chunks = sorted({int(c) for c in chunk})
         slot = {c: k for k, c in enumerate(chunks)}
-        width = max(len(lm_ids[c]) for c in chunks) + 2 * n + 1
+        width = max(len(lm_ids[c]) for c in chunks) + 2 * n + span
         M = np.full((len(chunks), width), PAD, dtype=np.int32)
         length = np.zeros(len(chunks), dtype=np.int64)
         for c, j in slot.items():
@@ -349,29 +404,82 @@ class Evidence:
             M[j, n : n + len(ids)] = ids
             M[j, n + len(ids)] = EOS
             length[j] = len(ids)
-        s = rows.site[sel]
-        k = np.array([slot[int(c)] for c in sites.chunk[s]], dtype=np.int64)
-        q = n + sites.char[s]  # the choice's coordinate in M
-        t = q[:, None] + np.arange(n)[None, :]  # the n targets whose windows contain q
+        k = np.array([slot[int(c)] for c in chunk], dtype=np.int64)
+        q = n + char  # the first changed character's coordinate in M
+        t = q[:, None] + np.arange(n + span - 1)[None, :]  # the targets whose windows contain a changed one
         valid = t <= (n + length[k])[:, None]  # up to and including </s>
         idx = t[:, :, None] + np.arange(-(n - 1), 1)[None, None, :]
         idx = np.minimum(idx, width - 1)
         W = M[k[:, None, None], idx]
-        new_ids = self.lm_vid[rows.vid[sel]]
-        W = np.where(idx == q[:, None, None], new_ids[:, None, None], W)
+        for j, ids in enumerate(new):
+            W = np.where(idx == (q + j)[:, None, None], ids[:, None, None], W)
         filler = np.array([PAD] * (n - 1) + [EOS], dtype=np.int32)  # windows past </s>: scored, then masked
         W = np.where(valid[:, :, None], W, filler[None, None, :])
-        lp = lm.logprob(W.reshape(-1, n)).reshape(len(sel), n)
-        total = np.zeros(len(rows), dtype=np.float64)
-        total[sel] = np.where(valid, lp, 0.0).sum(1)
-        keep_row = np.searchsorted(rows.site, rows.site[sel], side="left")  # each site's keep row comes first
-        out[sel] = total[sel] - total[keep_row]
+        lp = lm.logprob(W.reshape(-1, n)).reshape(len(q), -1)
+        return np.where(valid, lp, 0.0).sum(1)
+
+    def pair_gain(self, sites: Sites, rows: Rows, lm_ids: list[np.ndarray]) -> np.ndarray:
+        """The ``pair`` column: each candidate row's best LM gain from writing its word pair whole (log P of the
+        text with both characters of the word − as it is now), floored at 0; 0 on rows in no pair."""
+        out = np.zeros(len(rows), dtype=np.float32)
+        p = rows.pairs
+        if p is None or not len(p) or self.lm is None:
+            return out
+        chunk, char = sites.chunk[p.a], sites.char[p.a]
+        gain = (self._window_logprob(chunk, char, 2, lm_ids, [self.lm_vid[p.x], self.lm_vid[p.y]])
+                - self._window_logprob(chunk, char, 2, lm_ids, []))
+        V = len(self.vocab)
+        keys = rows.site * V + rows.vid
+        order = np.argsort(keys, kind="stable")
+        for s, v in ((p.a, p.x), (p.a + 1, p.y)):
+            pos = np.minimum(np.searchsorted(keys[order], s * V + v), len(keys) - 1)
+            found = keys[order][pos] == s * V + v
+            np.maximum.at(out, order[pos[found]], gain[found].astype(np.float32))
         return out
 
+    def word_pairs(self, sites: Sites) -> WordPairs:
+        """Every frequent two-character dictionary word (x, y) that sounds like two adjacent sites' characters
+        as written (toneless, fuzzy: ``similarity.fuzzy_key``), with both of them different."""
+        adj = np.flatnonzero((sites.chunk[1:] == sites.chunk[:-1]) & (sites.char[1:] == sites.char[:-1] + 1))
+        index = self._pairs()
+        found: set[tuple[int, int, int]] = set()
+        for k in adj.tolist():
+            ka, kb = self._fuzzy_keys(sites.src[k]), self._fuzzy_keys(sites.src[k + 1])
+            xa, yb = int(sites.src_id[k]), int(sites.src_id[k + 1])
+            for key in product(ka, kb):
+                found.update((k, x, y) for x, y in index.get(key, ()) if x != xa and y != yb)
+        a, x, y = (np.array(col, dtype=np.int64) for col in zip(*sorted(found))) if found else \
+            (np.zeros(0, np.int64),) * 3
+        return WordPairs(a, x, y)
 
-def seen_value(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """The ``seen`` feature from (left, right) bigram counts, -1 meaning no neighbour: log(1 + the smaller)."""
-    both = np.where(left < 0, right, np.where(right < 0, left, np.minimum(left, right)))
+    def _fuzzy_keys(self, ch: str) -> tuple[str, ...]:
+        keys = self._keys_of.get(ch)
+        if keys is None:
+            keys = tuple(dict.fromkeys(fuzzy_key(split_reading(r)[0]) for r in self.tables.readings(ch)))
+            self._keys_of[ch] = keys
+        return keys
+
+    def _pairs(self) -> dict[tuple[str, str], list[tuple[int, int]]]:
+        """Frequent two-character dictionary words of proposable characters by (fuzzy key, fuzzy key); built
+        on first use."""
+        if self._pair_index is None:
+            index: dict[tuple[str, str], list[tuple[int, int]]] = {}
+            for w, f in self._dictionary().items():
+                if len(w) != 2 or f < PAIR_MIN_FREQ:
+                    continue
+                x, y = self.char_id.get(w[0], -1), self.char_id.get(w[1], -1)
+                if x < 0 or y < 0 or not (self.proposable[x] and self.proposable[y]):
+                    continue
+                for key in product(self._fuzzy_keys(w[0]), self._fuzzy_keys(w[1])):
+                    index.setdefault(key, []).append((x, y))
+            self._pair_index = index
+        return self._pair_index
+
+
+def seen_value(left: np.ndarray, right: np.ndarray, pick=np.minimum) -> np.ndarray:
+    """The ``seen`` feature from (left, right) bigram counts, -1 meaning no neighbour: log(1 + the smaller)
+    (``pick=np.maximum``: the larger, ``seen_max``)."""
+    both = np.where(left < 0, right, np.where(right < 0, left, pick(left, right)))
     return np.log1p(np.maximum(both, 0.0)).astype(np.float32)
 
 

@@ -64,6 +64,17 @@ def fuzzy_variants(syllable: str) -> frozenset[str]:
     return frozenset(i + f for i, f in product(inis, fins))
 
 
+_CANON_INITIAL = {"zh": "z", "ch": "c", "sh": "s", "l": "n", "r": "n", "h": "f"}
+_CANON_FINAL = {"ang": "an", "eng": "en", "ing": "in", "iang": "ian", "uang": "uan"}
+
+
+def fuzzy_key(syllable: str) -> str:
+    """One spelling for every fuzzy variant of a toneless syllable (zh→z, ang→an, ...): two syllables with
+    the same key sound alike to an IME user. (The n~l~r chain makes n and r one class too.)"""
+    ini, fin = split_syllable(syllable)
+    return _CANON_INITIAL.get(ini, ini) + _CANON_FINAL.get(fin, fin)
+
+
 def _reading_similarity(a: str, b: str) -> float:
     if a == b:
         return SAME_READING

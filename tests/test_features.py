@@ -258,7 +258,7 @@ def test_generator_log_probs_without_the_dense_matrix():
     assert lp.without_logits().logits.shape == (len(logits), 0)
 
 
-def test_seen_counts_the_rarer_correctly_written_bigram_on_keep_rows_only():
+def test_seen_counts_the_rarer_and_seen_max_the_commoner_correctly_written_bigram_on_keep_rows_only():
     """seen = log(1 + the smaller count of the character's bigrams with its neighbours, as written, in the
     table's correctly written bigrams); one neighbour at a chunk edge; 0 on candidate rows."""
     t = table()
@@ -276,6 +276,12 @@ def test_seen_counts_the_rarer_correctly_written_bigram_on_keep_rows_only():
     assert got[(2, "汽")] == pytest.approx(math.log(4))  # min(3, 20)
     assert got[(3, "很")] == 0.0 and got[(4, "好")] == 0.0
     assert got[(2, "气")] == 0.0 and got[(1, "田")] == 0.0  # candidates: none
+    top = {(int(s), VOCAB[v]): x[COL["seen_max"]] for s, v, x in zip(rows.site, rows.vid, rows.X)}
+    assert top[(0, "今")] == pytest.approx(math.log(10))  # one neighbour: the same as seen
+    assert top[(1, "天")] == pytest.approx(math.log(10))  # max(9, 3)
+    assert top[(2, "汽")] == pytest.approx(math.log(21))  # max(3, 20)
+    assert top[(3, "很")] == pytest.approx(math.log(21)) and top[(4, "好")] == 0.0
+    assert top[(2, "气")] == 0.0 and top[(1, "田")] == 0.0
 
 
 def test_correct_bigrams_count_only_positions_written_as_meant():
@@ -286,3 +292,64 @@ def test_correct_bigrams_count_only_positions_written_as_meant():
     assert c["以经"] == 2 and c["我以"] == 0 and c["经去"] == 1 and c["所以"] == 2
     arr = bigram_arrays(pairs)  # stored: written correctly at least twice
     assert arr["bigrams"].tolist() == ["以经", "所以"] and arr["count"].tolist() == [2, 2]
+
+
+# ---- word pairs -----------------------------------------------------------------------------------
+
+READINGS = {"今": ("jin1",), "天": ("tian1",), "田": ("tian2",), "气": ("qi4",), "汽": ("qi4",), "器": ("qi4",),
+            "七": ("qi1",), "很": ("hen3",), "好": ("hao3", "hao4"), "北": ("bei3",), "京": ("jing1",)}
+
+
+def pair_evidence(lm: CharLM | None = None) -> Evidence:
+    ev = Evidence(VOCAB, table(), SimilarityTables(READINGS, FREQ, {}), lm)
+    ev._words = {"天气": 100, "田七": 60, "北京": 1000, "今天": 500, "很好": 30, "好很": 0}  # 很好: too rare a pair
+    return ev
+
+
+def test_fuzzy_key_joins_what_an_ime_user_confuses():
+    from corrector.similarity import fuzzy_key
+
+    assert fuzzy_key("zhao") == fuzzy_key("zao") == "zao"
+    assert fuzzy_key("jing") == fuzzy_key("jin") and fuzzy_key("sheng") == fuzzy_key("sen")
+    assert fuzzy_key("jiang") == fuzzy_key("jian") == "jian" and fuzzy_key("lu") == fuzzy_key("nu")
+    assert fuzzy_key("gang") != fuzzy_key("kang") and fuzzy_key("bei") != fuzzy_key("pei")
+
+
+def test_word_pairs_change_both_characters_of_adjacent_sites_into_a_frequent_word():
+    ev = pair_evidence()
+    text = "今田汽很好"  # 田汽 (tian qi) sounds like 天气 and like 田七; 今田 (jin tian) like 今天
+    sites = sites_of(text)
+    p = ev.word_pairs(sites)
+    got = sorted((int(a), VOCAB[x] + VOCAB[y]) for a, x, y in zip(p.a, p.x, p.y))
+    # 田七 keeps 田 (one character: not a pair); 今天 keeps 今; 很好 is under the frequency floor
+    assert got == [(1, "天气")]
+    gap = sites_of(text, where=[0, 1, 3, 4])  # 汽 not editable (protected, say): no pair over it
+    assert len(ev.word_pairs(gap)) == 0
+    two = Sites(np.array([0, 1]), np.array([0, 0]), ["田", "汽"], np.array([VID["田"], VID["汽"]]),
+                np.zeros(2, np.float32), sites_of("田汽").logprobs)
+    assert len(ev.word_pairs(two)) == 0  # the same position of two chunks is no neighbour
+
+
+def test_pair_candidates_join_the_shortlist_and_their_gain_is_the_sentence_difference(lm):
+    ev = pair_evidence(lm)
+    text = "今田汽很好"
+    sites = sites_of(text)
+    pairs = ev.word_pairs(sites)
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=0, top_k=0, custom={}, pairs=pairs)
+    assert sorted((sites.src[s], VOCAB[v]) for s, v in zip(short[0], short[1])) == [("汽", "气"), ("田", "天")]
+    rows = ev.rows(sites, [text], short, ev.lm_ids([text]), pairs)
+    want = lm.sentence_logprob("今天气很好") - lm.sentence_logprob(text)
+    assert want > 1.0
+    got = {(sites.src[s], VOCAB[v]): float(x[COL["pair"]]) for s, v, x in zip(rows.site, rows.vid, rows.X)}
+    assert got[("田", "天")] == pytest.approx(want, abs=1e-3) and got[("汽", "气")] == pytest.approx(want, abs=1e-3)
+    assert all(v == 0.0 for k, v in got.items() if k not in {("田", "天"), ("汽", "气")})  # keep rows included
+    # once 天 is written, what is left to gain is 气's own
+    ids = ev.lm_ids([text])
+    ids[0] = ids[0].copy()
+    ids[0][1] = ev.lm_vid[VID["天"]]
+    left = ev.pair_gain(sites, rows, ids)
+    r = next(i for i, (s, v) in enumerate(zip(rows.site, rows.vid)) if sites.src[s] == "汽" and VOCAB[v] == "气")
+    assert left[r] == pytest.approx(max(0.0, lm.sentence_logprob("今天气很好") - lm.sentence_logprob("今天汽很好")),
+                                    abs=1e-3)
+    no_lm = ev.rows(sites, [text], short, None, pairs)
+    assert (no_lm.X[:, COL["pair"]] == 0).all()

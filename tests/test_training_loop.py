@@ -143,3 +143,22 @@ def test_finetune_batches_come_from_buckets_of_similar_length():
     assert sorted(int(i) for b in buckets for i in b) == list(range(10))
     (one,) = length_buckets(data, batch_size=2, batches_per_bucket=0)  # off: one bucket of every pair
     assert len(one) == 10
+
+
+def test_finetune_init_provenance_from_a_run_or_a_bundle(tmp_path):
+    """Fine-tuning on from a run keeps its provenance.json; from a bundle, its manifest's provenance (so the
+    shipped model's earlier stages stay on record); from neither, nothing."""
+    import json
+
+    from training.finetune import init_provenance
+
+    run, bundle, bare = tmp_path / "run", tmp_path / "bundle", tmp_path / "bare"
+    for d in (run, bundle, bare):
+        d.mkdir()
+    (run / "provenance.json").write_text(json.dumps({"finetune": {"steps": 4}}), encoding="utf-8")
+    (bundle / "manifest.json").write_text(json.dumps({"name": "x", "provenance": {"finetune": {"steps": 7},
+                                                                                  "init": "step_3"}}),
+                                          encoding="utf-8")
+    assert init_provenance(run) == {"finetune": {"steps": 4}}
+    assert init_provenance(bundle) == {"finetune": {"steps": 7}, "init": "step_3"}
+    assert init_provenance(bare) == {}

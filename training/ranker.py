@@ -77,11 +77,9 @@ def _leave_one_out(X: np.ndarray, label: np.ndarray) -> None:
 
 
 def _seen_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tuple[str, str]]) -> None:
-    """``seen`` without the pair's own correctly written bigrams (the table counted them too)."""
+    """``seen`` and ``seen_max`` without the pair's own correctly written bigrams (the table counted them too)."""
     if not len(fix.evidence.seen_keys) or not len(sites):
         return
-    from corrector.features import seen_value
-
     from .candidates import correct_bigrams
 
     texts = [c.text for c in batch]
@@ -92,8 +90,7 @@ def _seen_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tu
             left[k] = max(left[k] - own[c][texts[c][i - 1 : i + 1]], 0)
         if right[k] > 0:
             right[k] = max(right[k] - own[c][texts[c][i : i + 2]], 0)
-    keep = rows.X[:, COL["keep"]] == 1
-    rows.X[keep, COL["seen"]] = seen_value(left, right)[rows.site[keep]]
+    fix.evidence.set_seen(rows.X, rows.X[:, COL["keep"]] == 1, rows.site, left, right)
 
 
 def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> Table:
