@@ -33,7 +33,8 @@ FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions",
 # pair (candidate rows only, with the LM): the LM gain of writing the candidate together with its neighbour's
 # counterpart in a frequent dictionary word that sounds like the two characters as written (建缸 → 健康,
 # 心腹 → 幸福: an IME slip of a whole word, which neither single-character edit fixes alone); 0 when none
-PAIR_MIN_FREQ = 50  # jieba frequency a word needs to be proposed as a pair
+PAIR_MIN_FREQ = 200  # jieba frequency a word needs to be proposed as a pair (61% of the real training pairs' two-character
+# errors are words this frequent; 50: 66%, with twice the candidates)
 CHEAP = ("gen_lp", "pinyin", "shape", "confusions", "error_rate", "freq")  # the shortlist's features
 # error_rate: log of (times the source was written for the candidate + a) / (times the source was written + b)
 # in the real training pairs: a character written correctly thousands of times (著, 甚) earns a low rate

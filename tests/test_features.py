@@ -302,7 +302,7 @@ READINGS = {"今": ("jin1",), "天": ("tian1",), "田": ("tian2",), "气": ("qi4
 
 def pair_evidence(lm: CharLM | None = None) -> Evidence:
     ev = Evidence(VOCAB, table(), SimilarityTables(READINGS, FREQ, {}), lm)
-    ev._words = {"天气": 100, "田七": 60, "北京": 1000, "今天": 500, "很好": 30, "好很": 0}  # 很好: too rare a pair
+    ev._words = {"天气": 1000, "田七": 600, "北京": 9000, "今天": 5000, "很好": 150, "好很": 0}  # 很好: too rare a pair
     return ev
 
 
