@@ -35,11 +35,13 @@ def load_corrector(settings: ServiceSettings) -> SupportsCorrectBatch:
     from corrector import Corrector
 
     try:
-        return Corrector.load(settings.model_dir, device=settings.device, threads=settings.threads,
-                              precision=settings.precision,
-                              **settings.corrector_settings)
+        fixer = Corrector.load(settings.model_dir, device=settings.device, threads=settings.threads,
+                               precision=settings.precision,
+                               **settings.corrector_settings)
     except CorrectorError as e:
         raise ModelLoadError(f"cannot load the model: {e}") from None
+    fixer.correct_batch(["今天天气很好。"])  # jieba's dictionary and the word-pair index load on first use: before /ready
+    return fixer
 
 
 def make_runner(corrector: SupportsCorrectBatch, settings: ServiceSettings, metrics: Metrics) -> Runner:
