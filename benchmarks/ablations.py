@@ -36,6 +36,7 @@ GROUPS = {
     "dictionary words": ("word",),
     "name-likeness": ("name",),
     "word forms kept in real corrected text": ("seen", "seen_max"),
+    "two-character word pairs": ("pair",),
 }
 GRID = [0.5, 0.55, 0.6, 0.65, 0.7]
 
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-fpr", type=float, default=0.08)
     ap.add_argument("--sample", type=float, default=1.0, help="refit on this share of the training sites (speed)")
     ap.add_argument("--out", type=Path, help="JSON of every row")
+    ap.add_argument("--groups", nargs="*", choices=list(GROUPS), default=list(GROUPS), metavar="GROUP",
+                    help="the feature groups to remove one at a time (default: all of %(choices)s)")
     a = ap.parse_args(argv)
     fix = Corrector.load(a.model, device="cpu")
     fitted = fix.ranker
@@ -83,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     print("| decoder | dev F1 | dev FPR | SIGHAN-15 P | R | F1 | FPR |\n|---|---:|---:|---:|---:|---:|---:|", flush=True)
     row("networks + LM + all features (default)", {})
     row("networks only (--no-lm)", {"use_lm": False})
-    for name, group in GROUPS.items():
+    for name in a.groups:
+        group = GROUPS[name]
         if group == ("lm_gain",):
             continue  # the row above
         products = [p for p in fitted.scorer.linear if "*" in p and not set(p.split("*")) & set(group)]
