@@ -267,3 +267,31 @@ def test_torchrun_two_process_cpu_pretraining(prepared, tmp_path):
 def test_every_command_has_help(module):
     res = run("-m", f"training.{module}", "--help")
     assert "usage" in res.stdout.lower()
+
+
+def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared, tmp_path):
+    """--keep last: out/discriminator and out/generator are the final weights (as in ckpt.pt), out/best the
+    best step on the dev proxy; the provenance says which was kept."""
+    from safetensors.torch import load_file
+
+    from training import loop
+
+    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in CORPUS[:5])
+    (tmp_path / "pairs.tsv").write_text(pairs * 4, encoding="utf-8")
+    out = tmp_path / "ft"
+    run("-m", "training.finetune", "--from-scratch", "debug", "--vocab", str(prepared / "data" / "vocab.txt"),
+        "--train", str(tmp_path / "pairs.tsv"), "--dev", str(tmp_path / "pairs.tsv"), "--out", str(out),
+        "--max-steps", "5", "--batch-size", "4", "--eval-every", "2", "--lr", "1e-2", "--keep", "last")
+    final = loop.load_checkpoint(out / "ckpt.pt")
+    assert final["step"] == 5
+    disc = load_file(out / "discriminator" / "model.safetensors")
+    want = {k.removeprefix("disc."): v for k, v in final["model"].items() if k.startswith("disc.")}
+    assert disc and all(torch.equal(disc[k], want[k]) for k in disc)
+    evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    scores = [(e["dev_cor_f1"], -e["step"]) for e in evals if "dev_cor_f1" in e]
+    assert [-s for _, s in scores] == [2, 4, 5]
+    best_step = -max(scores)[1]  # the first step with the best proxy
+    best = load_file(out / "best" / "discriminator" / "model.safetensors")
+    assert all(torch.equal(best[k], disc[k]) for k in disc) == (best_step == 5)
+    prov = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+    assert prov["finetune"]["kept"] == "the last step" and prov["finetune"]["steps"] == 5

@@ -7,7 +7,7 @@
 The discriminator learns to flag erroneous characters (label 1 where source != target); the
 generator learns to put the correct character at them, seeing each error either masked or as
 it is (both ways are used at inference). Dev metrics are computed as training goes and the best
-pair is kept in out/discriminator and out/generator. Re-running the command resumes.
+pair is kept in out/best (and in out/discriminator and out/generator, unless ``--keep last``). Re-running the command resumes.
 """
 
 from __future__ import annotations
@@ -249,11 +249,16 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
     plot()
     for sub in ("discriminator", "generator"):
         shutil.rmtree(out / sub, ignore_errors=True)
-        shutil.copytree(out / "best" / sub, out / sub)
+    if args.keep == "last":
+        loop.save_pair(model.gen, model.disc, out, vocab_path)
+    else:
+        for sub in ("discriminator", "generator"):
+            shutil.copytree(out / "best" / sub, out / sub)
     provenance = {
         **init_info,
         "finetune": {"steps": result.step, "train_file": str(args.train), "train_pairs": len(train_data),
                      "dev_file": str(args.dev), "best_dev_cor_f1_proxy": round(best, 4),
+                     "kept": "the best step on the dev proxy" if args.keep == "best" else "the last step",
                      "elapsed_s": result.elapsed_s},
         "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device}",
     }
@@ -280,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-minutes", type=float, default=0)
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--keep", choices=["best", "last"], default="best",
+                    help="the pair written to --out: the best step on the dev proxy (best/ keeps it either way), or "
+                         "the last step (the proxy, a thresholded top-1 decoder, is noisy next to the full pipeline)")
     for f in fields(FinetuneConfig):
         typ = {"int": int, "float": float}[f.type] if isinstance(f.type, str) else f.type
         ap.add_argument("--" + f.name.replace("_", "-"), type=typ, default=f.default)
