@@ -222,13 +222,17 @@ class Corrector:
         src_id = np.array([batch[r].enc.ids[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)
         return Sites(chunk_i, char, src, src_id, rtd[chunk_i, tok].astype(np.float32), lp)
 
-    def _gather_score(self, batch: list[_Chunk], cfg: CorrectorConfig) -> tuple[Sites, Rows, list | None]:
+    def _gather_score(self, batch: list[_Chunk], cfg: CorrectorConfig,
+                      word_pairs: bool | None = None) -> tuple[Sites, Rows, list | None]:
+        """Sites, rows and LM ids of a batch. Word-pair candidates are gathered with the LM (their evidence is the
+        LM's) when the scorer weighs the ``pair`` feature (``word_pairs`` True/False: regardless)."""
         sites = self._sites(batch)
         custom: dict[str, set[str]] = {}
         for a, b in cfg.confusions:
             custom.setdefault(a, set()).add(b)
         use_lm = cfg.use_lm and self.has_lm
-        pairs = self.evidence.word_pairs(sites) if use_lm else None  # their evidence is the LM's
+        want = self.ranker.scorer.weighs("pair") if word_pairs is None else word_pairs
+        pairs = self.evidence.word_pairs(sites) if use_lm and want else None
         short = self.evidence.shortlist(sites, self.ranker.shortlist, cfg.shortlist, cfg.top_k, custom, pairs)
         texts = [c.text for c in batch]
         lm_ids = self.evidence.lm_ids(texts) if use_lm else None

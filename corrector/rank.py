@@ -52,6 +52,11 @@ class Scorer:
             return 1.0
         return float(np.interp(t, ys, xs))
 
+    def weighs(self, feature: str) -> bool:
+        """Whether the feature counts at all (a non-zero weight of its own, in a product or into a hidden unit)."""
+        return any(w != 0.0 for name, w in self.linear.items() if feature in name.split("*")) or \
+            any(w != 0.0 for w in self.hidden.get(feature, ()))
+
     def score(self, X: np.ndarray) -> np.ndarray:
         X = X.astype(np.float64)
         s = X @ np.array([float(self.linear.get(f, 0.0)) for f in FEATURES])

@@ -512,3 +512,24 @@ def test_lm_decoder_keeps_the_contract_and_batch_independence(tiny_bundle, tiny_
     one_at_a_time = Corrector.load(tiny_bundle, device="cpu", lm=tiny_lm, threshold=0.0, batch_size=1)
     assert one_at_a_time.correct_batch(texts) == batch
     assert any(c.edits for c in batch)
+
+
+def test_word_pairs_are_gathered_only_when_the_scorer_weighs_them(lm_corrector):
+    """Pair candidates exist for the ``pair`` feature: a ranker without its weight (older bundles) decodes as
+    before, with none gathered; without the LM there are none either; the ranker's fit asks for them."""
+    from copy import copy
+    from dataclasses import replace
+
+    from corrector.rank import Scorer
+
+    cfg = lm_corrector.config
+    batch = lm_corrector._batches(lm_corrector._chunks(["今天天汽很好"], cfg), cfg)[0]
+    assert not lm_corrector.ranker.scorer.weighs("pair")
+    assert lm_corrector._gather_score(batch, cfg)[1].pairs is None
+    assert lm_corrector._gather_score(batch, cfg, word_pairs=True)[1].pairs is not None
+    fix = copy(lm_corrector)
+    fix.ranker = replace(lm_corrector.ranker, scorer=Scorer({**lm_corrector.ranker.scorer.linear, "pair": 0.5}))
+    assert fix._gather_score(batch, cfg)[1].pairs is not None
+    assert fix._gather_score(batch, cfg.with_overrides(use_lm=False))[1].pairs is None
+    assert Scorer({"lm_gain*pair": 1.0}).weighs("pair") and not Scorer({"pair": 0.0, "lm_gain": 1.0}).weighs("pair")
+    assert Scorer({"keep": 1.0}, {"pair": [0.0, 2.0]}, [0.0, 0.0], [1.0, 1.0]).weighs("pair")

@@ -131,7 +131,7 @@ def extract(fix: Corrector, pairs: list[tuple[str, str]], shortlist: int, leave_
         part = pairs[b : b + batch_texts]
         chunks = fix._chunks([s for s, _ in part], cfg)
         for batch in fix._batches(chunks, cfg):
-            sites, rows, _ = fix._gather_score(batch, cfg)
+            sites, rows, _ = fix._gather_score(batch, cfg, word_pairs=True)  # whatever the bundle's ranker weighs
             gold = _gold(fix, part, batch, sites)
             err = np.array([g != s for g, s in zip(gold, sites.src)], dtype=bool)
             label = np.array([fix.vocab[v] == gold[s] for s, v in zip(rows.site.tolist(), rows.vid.tolist())],
