@@ -432,9 +432,10 @@ class Evidence:
         V = len(self.vocab)
         keys = rows.site * V + rows.vid
         order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
         for s, v in ((p.a, p.x), (p.a + 1, p.y)):
-            pos = np.minimum(np.searchsorted(keys[order], s * V + v), len(keys) - 1)
-            found = keys[order][pos] == s * V + v
+            pos = np.minimum(np.searchsorted(sorted_keys, s * V + v), len(keys) - 1)
+            found = sorted_keys[pos] == s * V + v
             np.maximum.at(out, order[pos[found]], gain[found].astype(np.float32))
         return out
 

@@ -64,13 +64,22 @@ def fuzzy_variants(syllable: str) -> frozenset[str]:
     return frozenset(i + f for i, f in product(inis, fins))
 
 
-_CANON_INITIAL = {"zh": "z", "ch": "c", "sh": "s", "l": "n", "r": "n", "h": "f"}
-_CANON_FINAL = {"ang": "an", "eng": "en", "ing": "in", "iang": "ian", "uang": "uan"}
+def _canonical(pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Each member of a chain of fuzzy pairs → the chain's first member in sorted order (n~l~r: all → l)."""
+    classes: list[set[str]] = []
+    for a, b in pairs:
+        joined = [c for c in classes if a in c or b in c]
+        merged = {a, b}.union(*joined)
+        classes = [c for c in classes if c not in joined] + [merged]
+    return {m: min(c) for c in classes for m in c}
+
+
+_CANON_INITIAL, _CANON_FINAL = _canonical(_FUZZY_INITIALS), _canonical(_FUZZY_FINALS)
 
 
 def fuzzy_key(syllable: str) -> str:
     """One spelling for every fuzzy variant of a toneless syllable (zh→z, ang→an, ...): two syllables with
-    the same key sound alike to an IME user. (The n~l~r chain makes n and r one class too.)"""
+    the same key sound alike to an IME user (the n~l~r chain makes n and r one class too)."""
     ini, fin = split_syllable(syllable)
     return _CANON_INITIAL.get(ini, ini) + _CANON_FINAL.get(fin, fin)
 
