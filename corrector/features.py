@@ -374,8 +374,6 @@ class Evidence:
     def lm_gain(self, sites: Sites, rows: Rows, lm_ids: list[np.ndarray], which: np.ndarray) -> np.ndarray:
         """For the rows in ``which``: log P(text with the choice) − log P(text as it is now), over the
         ``order`` LM windows the position takes part in. Returns a full-length column (0 elsewhere)."""
-        lm = self.lm
-        assert lm is not None
         out = np.zeros(len(rows), dtype=np.float32)
         sel = np.flatnonzero(which)
         if len(sel) == 0:
