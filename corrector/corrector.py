@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import threading
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
@@ -73,6 +76,8 @@ class Corrector:
         self.tokenizer = build_tokenizer(bundle.vocab_path)
         self.vocab = evidence.vocab
         self.max_tokens = bundle.max_seq_len
+        self._ahead: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, pool): see _sites_ahead
+        self._ahead_lock = threading.Lock()
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, device: Device = "auto", threads: int = 0,
@@ -137,8 +142,9 @@ class Corrector:
         ``settings`` override the decoding settings for this call (any CorrectorConfig field)."""
         cfg = self._settings(texts, settings)
         chunks = self._chunks(texts, cfg)
-        for batch in self._batches(chunks, cfg):
-            self._apply(self._decide(batch, cfg), cfg)
+        batches = self._batches(chunks, cfg)
+        for batch, sites in zip(batches, self._sites_ahead(batches)):
+            self._apply(self._decide_rows(batch, *self._gather_score(batch, cfg, sites=sites), cfg), cfg)
         return self._assemble(texts, chunks)
 
     def explain(self, text: str, top_k: int = 5, **settings: Any) -> Explanation:
@@ -203,7 +209,29 @@ class Corrector:
 
     def _batches(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> list[list[_Chunk]]:
         todo = [c for c in chunks if any(p >= 0 and p not in c.protected for p in c.enc.char_pos)]
-        return [[todo[i] for i in idx] for idx in _length_batches([len(c.enc.ids) for c in todo], cfg.batch_size)]
+        # networks that run one unpadded row per call pay nothing for padding: no need to cut batches by length
+        max_padding = math.inf if self.networks.rows_alone else 0.25
+        lengths = [len(c.enc.ids) for c in todo]
+        return [[todo[i] for i in idx] for idx in _length_batches(lengths, cfg.batch_size, max_padding)]
+
+    def _sites_ahead(self, batches: list[list[_Chunk]]) -> Iterator[Sites]:
+        """The networks' sites of each batch in turn, those of the next batch computed on another thread
+        meanwhile: ONNX Runtime releases the GIL, so the networks keep the cores busy while this thread
+        gathers, scores and decides the batch before (one core's work). Each batch's sites are what
+        ``_sites`` gives for it alone, so the results are the same."""
+        if len(batches) < 2:
+            yield from (self._sites(b) for b in batches)
+            return
+        with self._ahead_lock:  # a forked process (Ray, multiprocessing) has none of its parent's threads
+            if self._ahead is None or self._ahead[0] != os.getpid():
+                self._ahead = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="sites-ahead"))
+            pool = self._ahead[1]
+        pending = pool.submit(self._sites, batches[0])
+        for k in range(len(batches)):
+            sites = pending.result()
+            if k + 1 < len(batches):
+                pending = pool.submit(self._sites, batches[k + 1])
+            yield sites
 
     def _sites(self, batch: list[_Chunk]) -> Sites:
         """Run both networks on a batch of chunks; one site per editable, unprotected character."""
@@ -222,11 +250,12 @@ class Corrector:
         src_id = np.array([batch[r].enc.ids[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)
         return Sites(chunk_i, char, src, src_id, rtd[chunk_i, tok].astype(np.float32), lp)
 
-    def _gather_score(self, batch: list[_Chunk], cfg: CorrectorConfig,
-                      word_pairs: bool | None = None) -> tuple[Sites, Rows, list | None]:
-        """Sites, rows and LM ids of a batch. Word-pair candidates are gathered with the LM (their evidence is the
-        LM's) when the scorer weighs the ``pair`` feature (``word_pairs`` True/False: regardless)."""
-        sites = self._sites(batch)
+    def _gather_score(self, batch: list[_Chunk], cfg: CorrectorConfig, word_pairs: bool | None = None,
+                      sites: Sites | None = None) -> tuple[Sites, Rows, list | None]:
+        """Sites (``sites``: already computed for this batch), rows and LM ids of a batch. Word-pair candidates
+        are gathered with the LM (their evidence is the LM's) when the scorer weighs the ``pair`` feature
+        (``word_pairs`` True/False: regardless)."""
+        sites = self._sites(batch) if sites is None else sites
         custom: dict[str, set[str]] = {}
         for a, b in cfg.confusions:
             custom.setdefault(a, set()).add(b)

@@ -114,3 +114,33 @@ def test_texts_alone_or_in_any_batch_get_identical_results(forced, texts, seed):
 def test_the_forced_corrector_edits(forced):
     """The property above compares edits, not empty results."""
     assert len(forced.correct(SAMPLE[:40]).edits) >= 5
+
+
+def test_batches_are_cut_by_length_only_for_padded_networks(forced):
+    """Rows run alone pay nothing for padding: one batch of mixed lengths; whole padded batches are cut by length."""
+    texts = ["天" * n for n in (3, 90, 5, 60, 8, 120, 4, 30)]
+    cfg = forced.config
+    batches = forced._batches(forced._chunks(texts, cfg), cfg)
+    if forced.networks.rows_alone:
+        assert len(batches) == 1
+    else:
+        assert len(batches) > 1
+    assert sum(len(c.text) for b in batches for c in b) == sum(len(t) for t in texts)  # every chunk, once
+
+
+def test_the_next_batch_runs_on_the_networks_while_this_one_is_decided(forced, monkeypatch):
+    """correct_batch computes each later batch's sites on another thread; the results are those of each text alone."""
+    import threading
+
+    texts = [SAMPLE[i : i + 25] for i in range(0, 60, 15)]
+    alone = [forced.correct(t).to_dict() for t in texts]
+    seen: list[str] = []
+    sites = type(forced)._sites
+
+    def spy(self, batch):
+        seen.append(threading.current_thread().name)
+        return sites(self, batch)
+
+    monkeypatch.setattr(type(forced), "_sites", spy)
+    assert [c.to_dict() for c in forced.correct_batch(texts, batch_size=1)] == alone
+    assert len(seen) == len(texts) and all(name.startswith("sites-ahead") for name in seen)
