@@ -35,7 +35,7 @@ GROUPS = {
     "character frequency": ("freq",),
     "dictionary words": ("word",),
     "name-likeness": ("name",),
-    "word forms kept in real corrected text": ("seen", "seen_max"),
+    "word forms kept in real corrected text": ("seen", "seen_max", "kept_word"),
     "two-character word pairs": ("pair",),
 }
 GRID = [0.5, 0.55, 0.6, 0.65, 0.7]

@@ -16,18 +16,22 @@ from .types import CorrectorError
 CANDIDATES_NPZ = "candidates.npz"
 CANDIDATES_JSON = "candidates.json"
 BIGRAMS_NPZ = "bigrams.npz"  # optional: the bigrams written correctly in the real training pairs, with counts
+WORDS_NPZ = "words.npz"  # optional: the words kept as written and the words changed in the real training pairs
 
 
 class CandidateTable:
     def __init__(self, sources: list[str], offsets: np.ndarray, candidates: list[str], pinyin: np.ndarray,
                  shape: np.ndarray, count: np.ndarray, written: np.ndarray | None = None,
-                 variants: frozenset[tuple[str, str]] = frozenset(), bigrams: dict[str, int] | None = None):
+                 variants: frozenset[tuple[str, str]] = frozenset(), bigrams: dict[str, int] | None = None,
+                 words: dict[str, tuple[int, int]] | None = None):
         self.row = {c: i for i, c in enumerate(sources)}
         # how often each source character was written in the real training pairs (right or wrong)
         self.written = np.zeros(len(sources), np.float32) if written is None else written.astype(np.float32)
         self.variants = variants  # (a, b): the same character in two scripts; never a candidate of each other
         # how often each two-character sequence was written correctly in the real training pairs (>= 2 times)
         self.bigrams = bigrams or {}
+        # per two- or three-character word: (times kept as written, times changed) in the real training pairs
+        self.words = words or {}
         self.offsets = offsets
         self.candidates = candidates
         self.pinyin = pinyin.astype(np.float32)
@@ -47,8 +51,12 @@ class CandidateTable:
             if (Path(directory) / BIGRAMS_NPZ).is_file():
                 b = np.load(Path(directory) / BIGRAMS_NPZ, allow_pickle=False)
                 bigrams = dict(zip(b["bigrams"].tolist(), b["count"].tolist()))
+            words = None
+            if (Path(directory) / WORDS_NPZ).is_file():
+                w = np.load(Path(directory) / WORDS_NPZ, allow_pickle=False)
+                words = dict(zip(w["words"].tolist(), zip(w["kept"].tolist(), w["changed"].tolist())))
             return cls(z["sources"].tolist(), z["offsets"], z["candidates"].tolist(), z["pinyin"], z["shape"],
-                       z["count"], written, variants, bigrams)
+                       z["count"], written, variants, bigrams, words)
         except (OSError, KeyError, ValueError) as e:
             raise CorrectorError(f"cannot read candidate table {path}: {e}") from None
 

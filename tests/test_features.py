@@ -353,3 +353,62 @@ def test_pair_candidates_join_the_shortlist_and_their_gain_is_the_sentence_diffe
                                     abs=1e-3)
     no_lm = ev.rows(sites, [text], short, None, pairs)
     assert (no_lm.X[:, COL["pair"]] == 0).all()
+
+
+def test_kept_word_is_the_best_kept_to_changed_ratio_of_the_counted_words_through_a_keep_row():
+    """kept_word = max over the counted two- and three-character words through the character as written of
+    log((kept + 1) / (changed + 1)); 0 where no word through it was counted, and on every candidate row."""
+    t = table()
+    t.words = {"今天": (9, 0), "天汽": (0, 4), "汽很好": (2, 2), "很好": (1, 0)}
+    ev = Evidence(VOCAB, t, SimilarityTables({}, FREQ, {}), None)
+    text = "今天汽很好北"
+    sites = sites_of(text)
+    kept, changed = ev.word_counts(sites, [text])
+    assert kept.shape == (6, 5) and kept[2].tolist() == [0, 0, 0, 0, 2] and changed[2].tolist() == [4, 0, 0, 0, 2]
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={})
+    rows = ev.rows(sites, [text], short, None)
+    got = {(int(s), VOCAB[v]): float(x[COL["kept_word"]]) for s, v, x in zip(rows.site, rows.vid, rows.X)}
+    assert got[(0, "今")] == pytest.approx(math.log(10))
+    assert got[(1, "天")] == pytest.approx(math.log(10))  # 今天 beats 天汽 (log 1/5)
+    assert got[(2, "汽")] == pytest.approx(0.0)  # 天汽: log(1/5); 汽很好: log(3/3) = 0, the better
+    assert got[(3, "很")] == pytest.approx(math.log(2))  # 很好 (1, 0) beats 汽很好
+    assert got[(5, "北")] == 0.0  # nothing counted through it
+    assert got[(2, "气")] == 0.0 and got[(1, "田")] == 0.0  # candidates: none
+
+
+def test_kept_word_value_of_a_changed_word_alone_is_negative():
+    from corrector.features import kept_word_value
+
+    kept = np.array([[0, 0, 0, 0, 0], [0, 3, 0, 0, 0], [0, 0, 0, 0, 0]], np.float32)
+    changed = np.array([[0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [5, 0, 0, 0, 0]], np.float32)
+    assert kept_word_value(kept, changed).tolist() == pytest.approx([0.0, math.log(4), math.log(1 / 6)])
+
+
+def test_word_counts_count_target_words_kept_and_source_words_changed():
+    from training.candidates import word_arrays, word_counts
+
+    pairs = [("他们在说甚么", "他们在说什么"), ("他们在说甚么", "他们在说甚么"), ("北京市很好", "北京市很好")]
+    kept, changed = word_counts(pairs)
+    assert kept["他们"] == 2 and kept["甚么"] == 1 and kept["北京市"] == 1 and kept["什么"] == 0
+    assert changed["甚么"] == 1 and changed["他们"] == 0 and sum(changed.values()) == 1
+    arrays = word_arrays(pairs)  # words counted twice or more in all
+    assert arrays["words"].tolist() == ["他们", "甚么"]
+    assert arrays["kept"].tolist() == [2, 1] and arrays["changed"].tolist() == [0, 1]
+
+
+def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(tiny_bundle):
+    """Leave-one-out: a word the pair itself kept is counted once less on that pair's keep rows."""
+    from corrector import Corrector
+    from training.ranker import extract
+
+    fix = Corrector.load(tiny_bundle, device="cpu")
+    table = fix.evidence.table
+    table.words = {"我们": (2, 0), "公园": (1, 0)}
+    fix.evidence = Evidence(fix.vocab, table, fix.tables, None)
+    pair = [("我们去公园散步", "我们去公园散步")]
+    for loo, expect in ((False, [math.log(3)] * 2 + [0.0] + [math.log(2)] * 2 + [0.0] * 2),
+                        (True, [math.log(2)] * 2 + [0.0] * 5)):
+        t = extract(fix, pair, shortlist=2, leave_one_out=loo)
+        keep = t.X[:, COL["keep"]] == 1
+        assert t.X[keep, COL["kept_word"]].tolist() == pytest.approx(expect)
+        assert not t.X[~keep, COL["kept_word"]].any()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.candidates import BIGRAMS_NPZ, CANDIDATES_JSON, CANDIDATES_NPZ
+from corrector.candidates import BIGRAMS_NPZ, CANDIDATES_JSON, CANDIDATES_NPZ, WORDS_NPZ
 from corrector.similarity import SimilarityTables, fuzzy_variants, split_reading, split_syllable
 
 from .splits import train_pairs
@@ -162,6 +162,47 @@ def bigram_arrays(pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
             "count": np.array([min(counts[b], 65535) for b in kept], dtype=np.uint16)}
 
 
+WORD_LENGTHS = (2, 3)  # the word forms counted: jieba's two- and three-character words
+
+
+def _words(text: str) -> list[tuple[int, str]]:
+    """(start, word) of the two- and three-character words of jieba's segmentation (dictionary only, no HMM)."""
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    out, i = [], 0
+    for w in jieba.cut(text, HMM=False):
+        if len(w) in WORD_LENGTHS:
+            out.append((i, w))
+        i += len(w)
+    return out
+
+
+def word_counts(pairs: list[tuple[str, str]]) -> tuple[Counter, Counter]:
+    """(kept, changed): how often each word of the targets was written as meant, and how often each word of the
+    sources was written where the target differs, in the real pairs."""
+    kept: Counter = Counter()
+    changed: Counter = Counter()
+    for s, t in pairs:
+        if len(s) != len(t):
+            continue
+        kept.update(w for i, w in _words(t) if s[i : i + len(w)] == w)
+        changed.update(w for i, w in _words(s) if t[i : i + len(w)] != w)
+    return kept, changed
+
+
+def word_arrays(pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """words.npz's ``words`` (sorted), ``kept`` and ``changed``: the words counted at least twice in all (a word
+    counted once is the pair's own, which the ranker's leave-one-out would take away anyway)."""
+    kept, changed = word_counts(pairs)
+    words = sorted(w for w in kept.keys() | changed.keys() if kept[w] + changed[w] >= 2)
+    return {"words": np.array(words, dtype=f"<U{max(WORD_LENGTHS)}"),
+            "kept": np.array([min(kept[w], 65535) for w in words], dtype=np.uint16),
+            "changed": np.array([min(changed[w], 65535) for w in words], dtype=np.uint16)}
+
+
 def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, min_pinyin: float = 0.3,
           min_shape: float = 0.3, holdout: int = 1000) -> dict:
     t0 = time.time()
@@ -210,6 +251,8 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
     )
     bigrams = bigram_arrays(pairs)
     np.savez_compressed(out / BIGRAMS_NPZ, **bigrams)
+    words = word_arrays(pairs)
+    np.savez_compressed(out / WORDS_NPZ, **words)
     meta = {
         "pool_size": len(pool), "sources": len(sources), "pairs": len(cands),
         "min_pinyin": min_pinyin, "min_shape": min_shape, "tone_factor": TONE_FACTOR,
@@ -218,6 +261,7 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         "gold_pairs": sum(confusions.values()),
         "script_variant_pairs": len(variants),
         "correct_bigrams": len(bigrams["bigrams"]), "min_bigram_count": MIN_BIGRAM_COUNT,
+        "counted_words": len(words["words"]),
         "initials": {f"{a}>{b}": n for (a, b), n in ini.most_common()},
         "finals": {f"{a}>{b}": n for (a, b), n in fin.most_common()},
         "seconds": round(time.time() - t0, 1),

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from corrector import Corrector
-from corrector.features import CHEAP, COL, FEATURES, RATE_A, RATE_B
+from corrector.features import CHEAP, COL, FEATURES, RATE_A, RATE_B, WORD_WINDOWS, kept_word_value
 from corrector.rank import IDENTITY, RankerWeights, Scorer
 
 from .csc_data import read_pairs
@@ -93,6 +93,27 @@ def _seen_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tu
     fix.evidence.set_seen(rows.X, rows.X[:, COL["keep"]] == 1, rows.site, left, right)
 
 
+def _kept_word_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tuple[str, str]]) -> None:
+    """``kept_word`` without the pair's own words (the table counted them too)."""
+    ev = fix.evidence
+    if not any(len(k[0]) for k in ev.word_keys.values()) or not len(sites):
+        return
+    from .candidates import word_counts
+
+    texts = [c.text for c in batch]
+    own = [word_counts([pairs[c.text_index]]) for c in batch]  # the whole pair's, whichever chunk holds the word
+    kept, changed = ev.word_counts(sites, texts)
+    for k, (c, i) in enumerate(zip(sites.chunk.tolist(), sites.char.tolist())):
+        own_kept, own_changed = own[c]
+        for j, (a, n) in enumerate(WORD_WINDOWS):
+            if kept[k, j] + changed[k, j] > 0:
+                w = texts[c][i + a : i + a + n]
+                kept[k, j] = max(kept[k, j] - own_kept[w], 0)
+                changed[k, j] = max(changed[k, j] - own_changed[w], 0)
+    is_keep = rows.X[:, COL["keep"]] == 1
+    rows.X[:, COL["kept_word"]] = np.where(is_keep, kept_word_value(kept, changed)[rows.site], 0.0)
+
+
 def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> Table:
     """Every candidate of every erroneous character with the cheap (shortlist) features only; one row
     per candidate, no keep rows. What the shortlist's weights are fitted on."""
@@ -139,6 +160,7 @@ def extract(fix: Corrector, pairs: list[tuple[str, str]], shortlist: int, leave_
             if leave_one_out:
                 _leave_one_out(rows.X, label)
                 _seen_leave_one_out(fix, rows, sites, batch, part)
+                _kept_word_leave_one_out(fix, rows, sites, batch, part)
             reach = np.zeros(len(sites), bool)
             reach[rows.site[label]] = True
             parts.append(Table(rows.X, rows.site, label, err, reach))
