@@ -453,8 +453,12 @@ class Evidence:
         if p is None or not len(p) or self.lm is None:
             return out
         chunk, char = sites.chunk[p.a], sites.char[p.a]
-        gain = (self._window_logprob(chunk, char, 2, lm_ids, [self.lm_vid[p.x], self.lm_vid[p.y]])
-                - self._window_logprob(chunk, char, 2, lm_ids, []))
+        now = [np.array([lm_ids[c][i + j] for c, i in zip(chunk.tolist(), char.tolist())], dtype=np.int32)
+               for j in (0, 1)]  # the two characters as the LM sees them now: both texts scored in one LM call
+        both = self._window_logprob(np.concatenate([chunk, chunk]), np.concatenate([char, char]), 2, lm_ids,
+                                    [np.concatenate([self.lm_vid[p.x], now[0]]),
+                                     np.concatenate([self.lm_vid[p.y], now[1]])])
+        gain = both[: len(chunk)] - both[len(chunk) :]
         V = len(self.vocab)
         keys = rows.site * V + rows.vid
         order = np.argsort(keys, kind="stable")
