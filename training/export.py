@@ -35,7 +35,7 @@ from corrector.manifest import Manifest
 from corrector.tokenize import read_vocab_list
 from corrector.types import CorrectorError
 
-from .onnx_export import OPSET, export_pair, quantize_pair
+from .onnx_export import OPSET, compact_pair, export_pair, quantize_pair
 
 
 def load_pair(disc_dir: Path, gen_dir: Path):
@@ -84,9 +84,10 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
             shutil.copyfile(vocab, tmp / sub / "vocab.txt")
         diffs = export_pair(disc, gen, tmp / "onnx")
         onnx_info: dict = {"opset": OPSET, "max_abs_diff_vs_torch": diffs}
+        max_len = min(37, disc.config.max_position_embeddings)
         if int8:
-            onnx_info["int8_vs_fp32"] = quantize_pair(tmp / "onnx", disc.config.vocab_size,
-                                                      min(37, disc.config.max_position_embeddings))
+            onnx_info["int8_vs_fp32"] = quantize_pair(tmp / "onnx", disc.config.vocab_size, max_len)
+        onnx_info["fp16_stored_bytes_saved"] = compact_pair(tmp / "onnx", disc.config.vocab_size, max_len)
         if similarity is not None:  # the tables only, not a confusion .npy that may sit beside them
             shutil.copytree(similarity, tmp / SIMILARITY_DIR,
                             ignore=lambda d, names: [n for n in names if n not in ("pinyin.tsv", "shape.tsv", "meta.json")])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from torch import nn
 from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
 from .modeling import generator_head
+from .onnx_fp16 import compact_file, expanded_copy
 
 OPSET = 17
 TOLERANCE = 1e-3
@@ -98,6 +100,23 @@ def _max_diff(module: nn.Module, path: Path, feed: dict[str, torch.Tensor]) -> f
     return float(np.abs(ref - got)[keep].max())
 
 
+def check_feeds(vocab_size: int, max_len: int = 37) -> dict[str, list[dict[str, np.ndarray]]]:
+    """Random numpy feeds per network (a padded batch and one row), for checks of an ONNX graph against itself."""
+    out: dict[str, list[dict[str, np.ndarray]]] = {"discriminator": [], "generator": []}
+    for batch, seed in ((3, 3), (1, 4)):
+        feed = {k: v.numpy() for k, v in _inputs(vocab_size, batch, max_len, 5, seed=seed).items()}
+        out["generator"].append(feed)
+        out["discriminator"].append({k: feed[k] for k in ("input_ids", "attention_mask")})
+    return out
+
+
+def compact_pair(onnx_dir: Path, vocab_size: int, max_len: int = 37) -> dict[str, int]:
+    """Store both float graphs' weights as fp16 (lossless, checked bit for bit: ``training.onnx_fp16``);
+    returns the bytes saved per network."""
+    feeds = check_feeds(vocab_size, max_len)
+    return {name: compact_file(onnx_dir / f"{name}.onnx", feeds[name]) for name in ("discriminator", "generator")}
+
+
 def quantize_pair(onnx_dir: Path, vocab_size: int, max_len: int = 37) -> dict[str, float]:
     """Write discriminator.int8.onnx and generator.int8.onnx (dynamic int8 weights, for CPU) next to the
     float graphs; return how far they drift: the largest RTD-probability difference and the share of
@@ -108,8 +127,10 @@ def quantize_pair(onnx_dir: Path, vocab_size: int, max_len: int = 37) -> dict[st
     root = logging.getLogger()
     level, root.level = root.level, logging.ERROR  # quantize_dynamic warns about optional pre-processing
     try:
-        for name in ("discriminator", "generator"):
-            quantize_dynamic(onnx_dir / f"{name}.onnx", onnx_dir / f"{name}.int8.onnx", weight_type=QuantType.QInt8)
+        with tempfile.TemporaryDirectory() as d:
+            for name in ("discriminator", "generator"):  # from float32 initializers, even if stored as fp16
+                src = expanded_copy(onnx_dir / f"{name}.onnx", Path(d) / f"{name}.onnx")
+                quantize_dynamic(src, onnx_dir / f"{name}.int8.onnx", weight_type=QuantType.QInt8)
     finally:
         root.level = level
     check = {k: v.numpy() for k, v in _inputs(vocab_size, 3, max_len, 5, seed=2).items()}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -23,6 +24,8 @@ import numpy as np
 
 from corrector.bundle import MANIFEST, ONNX_INT8, Bundle
 from corrector.tokenize import build_tokenizer, encode_batch
+
+from .onnx_fp16 import expanded_copy
 
 NAMES = ("discriminator", "generator")
 INT8_STATIC = "static"  # manifest onnx.int8_activations for graphs written here
@@ -65,13 +68,14 @@ def quantize_static_pair(onnx_dir: Path, rows: Sequence[Sequence[int]], per_chan
     root = logging.getLogger()
     level, root.level = root.level, logging.ERROR  # quantize_static warns about optional pre-processing
     try:
-        for name in NAMES:
-            src = onnx_dir / f"{name}.onnx"
-            quantize_static(src, onnx_dir / f"{name}.int8.onnx", _Feeds(rows, name == "generator"),
-                            quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
-                            weight_type=QuantType.QInt8, per_channel=per_channel,
-                            nodes_to_quantize=weight_nodes(src), op_types_to_quantize=["MatMul", "Gather"], calibrate_method=CalibrationMethod.MinMax,
-                            extra_options={"ActivationSymmetric": True})
+        with tempfile.TemporaryDirectory() as d:
+            for name in NAMES:  # from float32 initializers, even where the bundle stores them as fp16
+                src = expanded_copy(onnx_dir / f"{name}.onnx", Path(d) / f"{name}.onnx")
+                quantize_static(src, onnx_dir / f"{name}.int8.onnx", _Feeds(rows, name == "generator"),
+                                quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
+                                weight_type=QuantType.QInt8, per_channel=per_channel,
+                                nodes_to_quantize=weight_nodes(src), op_types_to_quantize=["MatMul", "Gather"],
+                                calibrate_method=CalibrationMethod.MinMax, extra_options={"ActivationSymmetric": True})
     finally:
         root.level = level
 
