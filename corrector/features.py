@@ -20,6 +20,8 @@ import numpy as np
 
 from .candidates import CandidateTable
 from .char_lm import BOS, EOS, PAD
+from .kept_forms import KeptForms, kept_word_value, seen_value
+from .lookup import lookup_sorted
 from .runtime import LogProbs
 from .similarity import SimilarityTables, fuzzy_key, split_reading
 
@@ -35,7 +37,8 @@ FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions",
 # 心腹 → 幸福: an IME slip of a whole word, which neither single-character edit fixes alone); 0 when none
 # kept_word (keep rows only): of the two- and three-character words through the character as written that the
 # real training pairs counted, the best log((times kept as written + 1) / (times changed + 1)): a word form the
-# annotators keep (报导 kept 8 times, changed 0; 甚么 94 and 3) is evidence against changing it; 0 when none
+# annotators keep (报导 kept 3 times, changed 0; 甚么 76 and 7) is evidence against changing it; 0 when none
+# (corrector/kept_forms.py)
 PAIR_MIN_FREQ = 200  # jieba frequency a word needs to be proposed as a pair (61% of the real training pairs' two-character
 # errors are words this frequent; 50: 66%, with twice the candidates)
 CHEAP = ("gen_lp", "pinyin", "shape", "confusions", "error_rate", "freq")  # the shortlist's features
@@ -116,19 +119,8 @@ class Evidence:
         freq = np.array([tables.frequency(t) if len(t) == 1 else 0 for t in self.vocab])
         cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
         self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
-        # (left id * V + right id) of the bigrams written correctly in the real training pairs, sorted; their counts
-        V = len(self.vocab)
-        seen = sorted((self.char_id[b[0]] * V + self.char_id[b[1]], n) for b, n in candidates.bigrams.items()
-                      if b[0] in self.char_id and b[1] in self.char_id)
-        self.seen_keys = np.array([k for k, _ in seen], dtype=np.int64)
-        self.seen_count = np.array([n for _, n in seen], dtype=np.float32)
-        # the counted words as sorted integer keys (two characters: a * V + b; three: (a * V + b) * V + c)
-        self.word_keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        for n in (2, 3):
-            entries = sorted((_word_key([self.char_id[ch] for ch in w], V), k, c) for w, (k, c) in candidates.words.items()
-                             if len(w) == n and all(ch in self.char_id for ch in w))
-            arr = np.array(entries, dtype=np.int64).reshape(-1, 3)
-            self.word_keys[n] = (arr[:, 0], arr[:, 1].astype(np.float32), arr[:, 2].astype(np.float32))
+        # the word forms the real training pairs keep: seen, seen_max, kept_word
+        self.kept = KeptForms(candidates, self.char_id, len(self.vocab))
         # per vocab id: how often the character was written in the real training pairs (error_rate's denominator)
         self.written = np.array([candidates.written_count(t) if len(t) == 1 else 0.0 for t in self.vocab],
                                 dtype=np.float32)
@@ -298,9 +290,9 @@ class Evidence:
         name_like = np.array([_name_like(texts[c], i) for c, i in zip(sites.chunk, sites.char)], dtype=np.float32)
         X[:, COL["name"]] = np.where(is_keep, 0.0, name_like[site] if n else 0.0)
         X[:, COL["word"]] = self._word_scores(sites, texts, site, vid)
-        if len(self.seen_keys) and n:
+        if self.kept.has_bigrams and n:
             self.set_seen(X, is_keep, site, *self.seen_counts(sites, texts))
-        if any(len(k[0]) for k in self.word_keys.values()) and n:
+        if self.kept.has_words and n:
             X[:, COL["kept_word"]] = np.where(is_keep, kept_word_value(*self.word_counts(sites, texts))[site], 0.0)
         rows = Rows(site, vid, X, pairs)
         if lm_ids is not None and self.lm is not None:
@@ -326,29 +318,12 @@ class Evidence:
     def seen_counts(self, sites: Sites, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Per site: how often its bigram with the left and with the right neighbour, as written, was written
         correctly in the real training pairs (-1 where there is no such neighbour)."""
-        T, V = self._char_ids(sites, texts), len(self.vocab)
-        pos = sites.char + 2
-        left, right = T[sites.chunk, pos - 1], T[sites.chunk, pos + 1]
-        out = []
-        for key, ok in ((left * V + sites.src_id, left >= 0), (sites.src_id * V + right, right >= 0)):
-            out.append(np.where(ok, _lookup_sorted(self.seen_keys, self.seen_count, np.where(ok, key, -1)), -1.0))
-        return out[0], out[1]
+        return self.kept.bigram_counts(self._char_ids(sites, texts), sites.chunk, sites.char, sites.src_id)
 
     def word_counts(self, sites: Sites, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(kept, changed), each (sites, 5): the training pairs' counts of the words through each site as written, in
-        the order of :data:`WORD_WINDOWS` (0 and 0 where the window leaves the chunk or was not counted)."""
-        T, V = self._char_ids(sites, texts), len(self.vocab)
-        pos = sites.char + 2
-        kept = np.zeros((len(sites), len(WORD_WINDOWS)), np.float32)
-        changed = np.zeros_like(kept)
-        for j, (a, n) in enumerate(WORD_WINDOWS):
-            ids = [T[sites.chunk, pos + a + k] for k in range(n)]
-            valid = np.all([x >= 0 for x in ids], axis=0)
-            key = np.where(valid, _word_key(ids, V), -1)
-            keys, k_count, c_count = self.word_keys[n]
-            kept[:, j] = _lookup_sorted(keys, k_count, key)
-            changed[:, j] = _lookup_sorted(keys, c_count, key)
-        return kept, changed
+        """(kept, changed), each (sites, 5): the training pairs' counts of the words through each site as written
+        (:meth:`KeptForms.word_counts`)."""
+        return self.kept.word_counts(self._char_ids(sites, texts), sites.chunk, sites.char)
 
     def _word_scores(self, sites: Sites, texts: Sequence[str], site: np.ndarray, vid: np.ndarray) -> np.ndarray:
         """Best log(1 + jieba frequency) of a 2- or 3-character word through the choice (vectorised:
@@ -363,7 +338,7 @@ class Evidence:
                                 ((l1, vid, r1), k3, f3), ((vid, r1, r2), k3, f3)):
             valid = np.all([x >= 0 for x in ids], axis=0)
             key = ids[0] * V + ids[1] if len(ids) == 2 else (ids[0] * V + ids[1]) * V + ids[2]
-            out = np.maximum(out, _lookup_sorted(keys, freq, np.where(valid, key, -1)))
+            out = np.maximum(out, lookup_sorted(keys, freq, np.where(valid, key, -1)))
         return out
 
     def _dictionary(self) -> dict[str, int]:
@@ -508,33 +483,6 @@ class Evidence:
         return self._pair_index
 
 
-def seen_value(left: np.ndarray, right: np.ndarray, pick=np.minimum) -> np.ndarray:
-    """The ``seen`` feature from (left, right) bigram counts, -1 meaning no neighbour: log(1 + the smaller)
-    (``pick=np.maximum``: the larger, ``seen_max``)."""
-    both = np.where(left < 0, right, np.where(right < 0, left, pick(left, right)))
-    return np.log1p(np.maximum(both, 0.0)).astype(np.float32)
-
-
-WORD_WINDOWS = ((-1, 2), (0, 2), (-2, 3), (-1, 3), (0, 3))  # (offset of the first character, length) through a site
-
-
-def _word_key(ids, V: int):
-    """The integer key of a word from its characters' vocab ids (ints or arrays)."""
-    key = ids[0]
-    for x in ids[1:]:
-        key = key * V + x
-    return key
-
-
-def kept_word_value(kept: np.ndarray, changed: np.ndarray) -> np.ndarray:
-    """The ``kept_word`` feature from per-window (kept, changed) counts: the best log((kept + 1) / (changed + 1))
-    over the windows counted at all; 0 for a site with none."""
-    counted = (kept + changed) > 0
-    value = np.where(counted, np.log((kept + 1.0) / (changed + 1.0)), -np.inf)
-    best = value.max(axis=1) if value.shape[1] else np.full(len(value), -np.inf)
-    return np.where(np.isfinite(best), best, 0.0).astype(np.float32)
-
-
 def _name_like(text: str, i: int) -> float:
     """1 when the character may belong to a name: one or two after a common surname, or before a
     place-name suffix."""
@@ -555,11 +503,3 @@ def _top_per_segment(score: np.ndarray, lens: np.ndarray, k: int) -> np.ndarray:
             keep[start + np.argpartition(-seg, k - 1)[:k]] = True
         start += n
     return keep
-
-
-def _lookup_sorted(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """values[i] where keys[i] == query, else 0 (``keys`` sorted; a negative query never matches)."""
-    if len(keys) == 0:
-        return np.zeros(len(query), dtype=np.float32)
-    pos = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
-    return np.where((keys[pos] == query) & (query >= 0), values[pos], 0.0).astype(np.float32)

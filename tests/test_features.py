@@ -10,6 +10,7 @@ import pytest
 from corrector.candidates import CandidateTable
 from corrector.char_lm import CharLM
 from corrector.features import COL, FEATURES, Evidence, Sites, _name_like
+from corrector.kept_forms import kept_word_value
 from corrector.runtime import LogProbs
 from corrector.similarity import SimilarityTables
 
@@ -377,8 +378,6 @@ def test_kept_word_is_the_best_kept_to_changed_ratio_of_the_counted_words_throug
 
 
 def test_kept_word_value_of_a_changed_word_alone_is_negative():
-    from corrector.features import kept_word_value
-
     kept = np.array([[0, 0, 0, 0, 0], [0, 3, 0, 0, 0], [0, 0, 0, 0, 0]], np.float32)
     changed = np.array([[0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [5, 0, 0, 0, 0]], np.float32)
     assert kept_word_value(kept, changed).tolist() == pytest.approx([0.0, math.log(4), math.log(1 / 6)])

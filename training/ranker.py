@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from corrector import Corrector
-from corrector.features import CHEAP, COL, FEATURES, RATE_A, RATE_B, WORD_WINDOWS, kept_word_value
+from corrector.features import CHEAP, COL, FEATURES, RATE_A, RATE_B
+from corrector.kept_forms import WORD_WINDOWS, kept_word_value
 from corrector.rank import IDENTITY, RankerWeights, Scorer
 
 from .csc_data import read_pairs
@@ -78,7 +79,7 @@ def _leave_one_out(X: np.ndarray, label: np.ndarray) -> None:
 
 def _seen_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tuple[str, str]]) -> None:
     """``seen`` and ``seen_max`` without the pair's own correctly written bigrams (the table counted them too)."""
-    if not len(fix.evidence.seen_keys) or not len(sites):
+    if not fix.evidence.kept.has_bigrams or not len(sites):
         return
     from .candidates import correct_bigrams
 
@@ -96,7 +97,7 @@ def _seen_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tu
 def _kept_word_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tuple[str, str]]) -> None:
     """``kept_word`` without the pair's own words (the table counted them too)."""
     ev = fix.evidence
-    if not any(len(k[0]) for k in ev.word_keys.values()) or not len(sites):
+    if not ev.kept.has_words or not len(sites):
         return
     from .candidates import word_counts
 
