@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import threading
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
@@ -25,7 +22,7 @@ from .config import CorrectorConfig
 from .features import COL, FEATURES, Evidence, Rows, Sites
 from .model_path import ENV_MODEL, default_model_path
 from .rank import HEURISTIC, MAX_ROUNDS, RankerWeights, Scorer, best_candidates, choice_probs, pick_round
-from .runtime import Device, OnnxNetworks
+from .runtime import Device, OnnxNetworks, ProcessLocalPool
 from .script import ScriptView, restore_edits, simplified_view
 from .similarity import SimilarityTables
 from .text import sentence_chunk_spans, split_sentences
@@ -76,8 +73,7 @@ class Corrector:
         self.tokenizer = build_tokenizer(bundle.vocab_path)
         self.vocab = evidence.vocab
         self.max_tokens = bundle.max_seq_len
-        self._ahead: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, pool): see _sites_ahead
-        self._ahead_lock = threading.Lock()
+        self._ahead = ProcessLocalPool(1, "sites-ahead")  # see _sites_ahead
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, device: Device = "auto", threads: int = 0,
@@ -144,7 +140,7 @@ class Corrector:
         chunks = self._chunks(texts, cfg)
         batches = self._batches(chunks, cfg)
         for batch, sites in zip(batches, self._sites_ahead(batches)):
-            self._apply(self._decide_rows(batch, *self._gather_score(batch, cfg, sites=sites), cfg), cfg)
+            self._apply(self._decide(batch, cfg, sites), cfg)
         return self._assemble(texts, chunks)
 
     def explain(self, text: str, top_k: int = 5, **settings: Any) -> Explanation:
@@ -222,10 +218,7 @@ class Corrector:
         if len(batches) < 2:
             yield from (self._sites(b) for b in batches)
             return
-        with self._ahead_lock:  # a forked process (Ray, multiprocessing) has none of its parent's threads
-            if self._ahead is None or self._ahead[0] != os.getpid():
-                self._ahead = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="sites-ahead"))
-            pool = self._ahead[1]
+        pool = self._ahead.get()
         pending = pool.submit(self._sites, batches[0])
         for k in range(len(batches)):
             sites = pending.result()
@@ -267,8 +260,8 @@ class Corrector:
         lm_ids = self.evidence.lm_ids(texts) if use_lm else None
         return sites, self.evidence.rows(sites, texts, short, lm_ids, pairs), lm_ids
 
-    def _decide(self, batch: list[_Chunk], cfg: CorrectorConfig) -> _Scored:
-        return self._decide_rows(batch, *self._gather_score(batch, cfg), cfg)
+    def _decide(self, batch: list[_Chunk], cfg: CorrectorConfig, sites: Sites | None = None) -> _Scored:
+        return self._decide_rows(batch, *self._gather_score(batch, cfg, sites=sites), cfg)
 
     def _decide_rows(self, batch: list[_Chunk], sites: Sites, rows: Rows, lm_ids: list | None,
                      cfg: CorrectorConfig) -> _Scored:

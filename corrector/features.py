@@ -20,7 +20,7 @@ import numpy as np
 
 from .candidates import CandidateTable
 from .char_lm import BOS, EOS, PAD
-from .kept_forms import KeptForms, kept_word_value, seen_value
+from .kept_forms import KeptForms, kept_word_value, seen_value, word_key
 from .lookup import lookup_sorted
 from .runtime import LogProbs
 from .similarity import SimilarityTables, fuzzy_key, split_reading
@@ -289,11 +289,13 @@ class Evidence:
         X[:, COL["custom"]] = custom
         name_like = np.array([_name_like(texts[c], i) for c, i in zip(sites.chunk, sites.char)], dtype=np.float32)
         X[:, COL["name"]] = np.where(is_keep, 0.0, name_like[site] if n else 0.0)
-        X[:, COL["word"]] = self._word_scores(sites, texts, site, vid)
+        T = self._char_ids(sites, texts)  # the chunks as vocab ids, for every word and bigram lookup below
+        X[:, COL["word"]] = self._word_scores(sites, T, site, vid)
         if self.kept.has_bigrams and n:
-            self.set_seen(X, is_keep, site, *self.seen_counts(sites, texts))
+            self.set_seen(X, is_keep, site, *self.kept.bigram_counts(T, sites.chunk, sites.char, sites.src_id))
         if self.kept.has_words and n:
-            X[:, COL["kept_word"]] = np.where(is_keep, kept_word_value(*self.word_counts(sites, texts))[site], 0.0)
+            kept_word = kept_word_value(*self.kept.word_counts(T, sites.chunk, sites.char))
+            X[:, COL["kept_word"]] = np.where(is_keep, kept_word[site], 0.0)
         rows = Rows(site, vid, X, pairs)
         if lm_ids is not None and self.lm is not None:
             X[:, COL["lm_gain"]] = self.lm_gain(sites, rows, lm_ids, np.ones(len(rows), bool))
@@ -325,20 +327,18 @@ class Evidence:
         (:meth:`KeptForms.word_counts`)."""
         return self.kept.word_counts(self._char_ids(sites, texts), sites.chunk, sites.char)
 
-    def _word_scores(self, sites: Sites, texts: Sequence[str], site: np.ndarray, vid: np.ndarray) -> np.ndarray:
+    def _word_scores(self, sites: Sites, T: np.ndarray, site: np.ndarray, vid: np.ndarray) -> np.ndarray:
         """Best log(1 + jieba frequency) of a 2- or 3-character word through the choice (vectorised:
-        the dictionary's words as sorted integer keys)."""
+        the dictionary's words as sorted integer keys; ``T``: :meth:`_char_ids`)."""
         k2, f2, k3, f3 = self._word_keys()
         V = len(self.vocab)
-        T = self._char_ids(sites, texts)
         c, pos = sites.chunk[site], sites.char[site] + 2
         l2, l1, r1, r2 = T[c, pos - 2], T[c, pos - 1], T[c, pos + 1], T[c, pos + 2]
         out = np.zeros(len(site), dtype=np.float32)
         for ids, keys, freq in (((l1, vid), k2, f2), ((vid, r1), k2, f2), ((l2, l1, vid), k3, f3),
                                 ((l1, vid, r1), k3, f3), ((vid, r1, r2), k3, f3)):
             valid = np.all([x >= 0 for x in ids], axis=0)
-            key = ids[0] * V + ids[1] if len(ids) == 2 else (ids[0] * V + ids[1]) * V + ids[2]
-            out = np.maximum(out, lookup_sorted(keys, freq, np.where(valid, key, -1)))
+            out = np.maximum(out, lookup_sorted(keys, freq, np.where(valid, word_key(ids, V), -1)))
         return out
 
     def _dictionary(self) -> dict[str, int]:
@@ -361,8 +361,7 @@ class Evidence:
                 if f > 0 and len(w) in pairs:
                     ids = [self.char_id.get(ch, -1) for ch in w]
                     if min(ids) >= 0:
-                        key = ids[0] * V + ids[1] if len(w) == 2 else (ids[0] * V + ids[1]) * V + ids[2]
-                        pairs[len(w)].append((key, math.log1p(f)))
+                        pairs[len(w)].append((word_key(ids, V), math.log1p(f)))
             out: list[np.ndarray] = []
             for n in (2, 3):
                 arr = np.array(sorted(pairs[n]), dtype=np.float64).reshape(-1, 2)

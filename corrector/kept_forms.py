@@ -89,5 +89,5 @@ def kept_word_value(kept: np.ndarray, changed: np.ndarray) -> np.ndarray:
     over the windows counted at all; 0 for a site with none."""
     counted = (kept + changed) > 0
     value = np.where(counted, np.log((kept + 1.0) / (changed + 1.0)), -np.inf)
-    best = value.max(axis=1) if value.shape[1] else np.full(len(value), -np.inf)
+    best = value.max(axis=1)
     return np.where(np.isfinite(best), best, 0.0).astype(np.float32)

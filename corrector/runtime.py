@@ -86,8 +86,7 @@ class OnnxNetworks:
         self.files = (cpu_disc, cpu_gen) if on_cpu else (discriminator, generator)
         self.precision = "int8" if ".int8." in self.files[0].name else "fp32"
         self.rows_alone = dynamic_int8 and self.precision == "int8"
-        self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, pool)
-        self._pool_lock = threading.Lock()
+        self._pool = ProcessLocalPool(self.workers, "onnx-row")
         _check_io(self.disc, discriminator, ["input_ids", "attention_mask"])
         _check_io(self.gen, generator, ["input_ids", "attention_mask", "positions"])
         v = self.gen.get_outputs()[0].shape[-1]
@@ -157,11 +156,23 @@ class OnnxNetworks:
 
         if self.workers <= 1 or len(calls) <= 1:
             return [call(c) for c in calls]
-        with self._pool_lock:  # a forked process (Ray, multiprocessing) has none of its parent's threads
+        return list(self._pool.get().map(call, calls))
+
+
+class ProcessLocalPool:
+    """A thread pool made on first use, and made again in a forked process (Ray, multiprocessing), which has
+    none of its parent's threads."""
+
+    def __init__(self, workers: int, name: str):
+        self.workers, self.name = workers, name
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, pool)
+        self._lock = threading.Lock()
+
+    def get(self) -> ThreadPoolExecutor:
+        with self._lock:
             if self._pool is None or self._pool[0] != os.getpid():
-                self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="onnx-row"))
-            pool = self._pool[1]
-        return list(pool.map(call, calls))
+                self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix=self.name))
+            return self._pool[1]
 
 
 def _check_io(sess, path: Path, inputs: list[str]) -> None:
