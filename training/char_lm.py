@@ -550,14 +550,32 @@ class Variant:
     quant: int = 8
 
 
-def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_every: int) -> list[dict]:
-    """Count once (up to the highest order asked for), then estimate and write every variant."""
+def in_domain_lines(data: Path, holdout: int, folds: int = 0, without_fold: int = -1) -> list[str]:
+    """The correct (target) sides of the real training pairs (``training.splits.train_pairs``: the dev split
+    and every test set excluded), one line each; with ``folds``, those outside fold ``without_fold``
+    (``training.splits.text_folds``)."""
+    from .splits import text_folds, train_pairs
+
+    targets = [t for _, t in train_pairs(data, holdout)]
+    if folds:
+        fold_of = text_folds(data, folds)
+        targets = [t for t in targets if fold_of.get(t, 0) != without_fold]
+    return targets
+
+
+def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_every: int,
+          in_domain: Sequence[str] = (), in_domain_weight: int = 0) -> list[dict]:
+    """Count once (up to the highest order asked for), then estimate and write every variant. ``in_domain``
+    lines are counted ``in_domain_weight`` times each on top of the corpus (never held out)."""
     t0 = time.time()
     max_order = max(v.order for v in variants)
     for v in variants:
         key_offsets(v.order, vocab_size + N_SPECIALS)  # raises if the keys do not fit
     train, held, files = read_corpus(corpus, holdout_every)
-    log(f"read {len(train):,} training lines, {len(held):,} held out ({time.time() - t0:.1f}s)")
+    if in_domain_weight > 0 and in_domain:
+        train.extend(list(in_domain) * in_domain_weight)
+    log(f"read {len(train):,} training lines ({len(in_domain) if in_domain_weight else 0:,} in-domain lines x "
+        f"{in_domain_weight}), {len(held):,} held out ({time.time() - t0:.1f}s)")
     cps = codepoints(train)
     del train
     vocab_cps, vocab_counts, coverage = choose_vocab(cps, vocab_size)
@@ -611,6 +629,9 @@ def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_ev
             "train_tokens": n_tokens,
             "vocab_coverage": coverage,
             "corpus_files": files,
+            "in_domain": {"lines": len(in_domain), "weight": in_domain_weight,
+                          "source": "targets of the real training pairs (dev split held out)"}
+            if in_domain_weight > 0 and in_domain else None,
             "build_seconds": round(build_s, 1),
             "peak_rss_mb": round(peak_rss_mb(), 1),
         })
@@ -667,6 +688,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--from-arpa", type=Path, help="convert this ARPA model (e.g. KenLM's) into --out")
     ap.add_argument("--to-arpa", type=Path, help="write the LM directory given here as ARPA text to --out")
     ap.add_argument("--evaluate", action="store_true", help="only print held-out figures of the --out LMs")
+    ap.add_argument("--in-domain", type=Path, metavar="DATA",
+                    help="the shared data folder: also count the correct sides of its real training pairs (the "
+                         "dev split held out; --in-domain-weight times each), so forms the corpus lacks but "
+                         "correct CSC text keeps (甚么, 妳) are not 'fixed'")
+    ap.add_argument("--in-domain-weight", type=int, default=10)
+    ap.add_argument("--in-domain-holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
+    ap.add_argument("--in-domain-folds", type=int, default=0, metavar="K",
+                    help="also write K cross-fitting LMs to --fold-out/fold0 .. fold{K-1}, each without one fold's "
+                         "in-domain lines (contiguous blocks of the files: essays stay whole), for training.ranker "
+                         "--fit-lm-folds")
+    ap.add_argument("--fold-out", type=Path, help="where the --in-domain-folds LMs go")
     args = ap.parse_args(argv)
     n = len(args.out)
     if args.evaluate:
@@ -689,7 +721,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--order must be >= 2")
     variants = [Variant(o, k, s, parse_prune(p, k), q)
                 for o, k, s, p, q in zip(args.out, orders, smooth, prunes, quants)]
-    metas = build(args.corpus, variants, args.vocab_size, args.holdout_every)
+    extra = in_domain_lines(args.in_domain, args.in_domain_holdout) if args.in_domain else []
+    weight = args.in_domain_weight if args.in_domain else 0
+    metas = build(args.corpus, variants, args.vocab_size, args.holdout_every, extra, weight)
+    if args.in_domain_folds:
+        if not (args.in_domain and args.fold_out):
+            ap.error("--in-domain-folds needs --in-domain and --fold-out")
+        for k in range(args.in_domain_folds):
+            lines = in_domain_lines(args.in_domain, args.in_domain_holdout, args.in_domain_folds, k)
+            fold_variants = [Variant(args.fold_out / f"fold{k}" / v.out.name if n > 1 else args.fold_out / f"fold{k}",
+                                     v.order, v.smoothing, v.prune, v.quant) for v in variants]
+            for v, meta in zip(fold_variants, build(args.corpus, fold_variants, args.vocab_size, args.holdout_every,
+                                                    lines, weight)):
+                meta["in_domain"]["fold"] = [k, args.in_domain_folds]
+                (v.out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n",
+                                                 encoding="utf-8")
     keys = ("order", "smoothing", "prune", "ngrams", "size_bytes", "heldout_perplexity", "build_seconds",
             "peak_rss_mb")
     for v, meta in zip(variants, metas):

@@ -21,18 +21,26 @@ from pathlib import Path
 
 from corrector import Corrector
 from corrector.bundle import PRECISIONS
+from corrector.model_path import default_model_path
 
+from .crossfit import Folds
 from .csc_data import read_pairs
 from .metrics import csc_metrics
 
 SWEEP = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
-def run(fixer: Corrector, pairs: list[tuple[str, str]], batch_size: int = 64, **options) -> dict:
+def run(fixer: Corrector | Folds, pairs: list[tuple[str, str]], batch_size: int = 64, **options) -> dict:
+    """Metrics of decoding the pairs in batches; with ``Folds`` (cross-fitting), each fold by its Corrector."""
+
+    def decode(fix: Corrector, ps: list[tuple[str, str]]) -> list[str]:
+        out: list[str] = []
+        for s in range(0, len(ps), batch_size):
+            out += [c.target for c in fix.correct_batch([p[0] for p in ps[s : s + batch_size]], **options)]
+        return out
+
     t0 = time.perf_counter()
-    preds: list[str] = []
-    for s in range(0, len(pairs), batch_size):
-        preds += [c.target for c in fixer.correct_batch([p[0] for p in pairs[s : s + batch_size]], **options)]
+    preds = fixer.map(pairs, decode) if isinstance(fixer, Folds) else decode(fixer, pairs)
     dt = time.perf_counter() - t0
     report = csc_metrics((s, t, p) for (s, t), p in zip(pairs, preds))
     report["sentences_per_s"] = round(len(pairs) / dt, 1)
@@ -106,14 +114,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-fpr", type=float, default=1.0, help="with --choose: only thresholds under this FPR")
     ap.add_argument("--report", type=Path, help="JSON report path (default: print only)")
     ap.add_argument("--plot", type=Path, help="PNG path for the --sweep plot")
+    ap.add_argument("--lm-folds", type=Path, help="cross-fitting LM folds (training.char_lm --fold-out): each pair "
+                    "is decoded with the LM that did not count its fold, for the dev split when the bundle's LM "
+                    "counted the training pairs' targets (--in-domain); needs --shared-data")
+    ap.add_argument("--shared-data", type=Path, default=Path("../shared/data"), help="with --lm-folds: the folds' data")
     args = ap.parse_args(argv)
+    if args.lm_folds and args.sweep:
+        ap.error("--lm-folds decodes at the bundle's threshold; it does not combine with --sweep")
 
     pairs = read_pairs(args.data, args.limit)
     settings = parse_settings(args.set)
     fixer = Corrector.load(args.model, device=args.device, precision=args.precision, **settings)
     meta = {"data": str(args.data), "model": fixer.name, "model_version": fixer.version, "settings": settings,
             "onnx": fixer.networks.precision}
-    if not args.sweep:
+    if args.lm_folds:
+        folds = Folds.load(args.model or default_model_path(), args.lm_folds, args.shared_data, **settings)
+        meta["lm"] = f"cross-fitted: {len(folds.fixes)} folds"
+        report = {**meta, "threshold": fixer.config.threshold, **run(folds, pairs, args.batch_size)}
+        print(summary_line(report))
+    elif not args.sweep:
         report = {**meta, "threshold": fixer.config.threshold, **run(fixer, pairs, args.batch_size)}
         print(summary_line(report))
         print(json.dumps({k: report[k] for k in ("sentence_detection", "sentence_correction", "char_detection",

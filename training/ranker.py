@@ -29,6 +29,7 @@ from corrector.features import CHEAP, COL, FEATURES, RATE_A, RATE_B
 from corrector.kept_forms import WORD_WINDOWS, kept_word_value
 from corrector.rank import IDENTITY, RankerWeights, Scorer
 
+from .crossfit import Folds
 from .csc_data import read_pairs
 from .metrics import csc_metrics
 from .splits import dev_pairs, train_pairs
@@ -244,8 +245,20 @@ def shortlist_recall(t: Table, weights: dict[str, float], sizes: list[int]) -> d
     return {k: round(float(((better < k) & np.isfinite(gold_score))[err].mean()), 4) for k in sizes}
 
 
-def sweep(fix: Corrector, pairs: list[tuple[str, str]], thresholds: list[float], **settings) -> list[dict]:
-    """SIGHAN metrics of the decoding at each threshold; the networks and features are computed once."""
+def sweep(fix: Corrector | Folds, pairs: list[tuple[str, str]], thresholds: list[float], **settings) -> list[dict]:
+    """SIGHAN metrics of the decoding at each threshold; the networks and features are computed once. With
+    ``Folds``, each fold's pairs are decoded by its own Corrector and the metrics pooled."""
+    per_pair = _as_folds(fix).map(pairs, lambda f, ps: list(zip(*_predictions(f, ps, thresholds, **settings))))
+    return [{"threshold": th, **csc_metrics((s, t, p[j]) for (s, t), p in zip(pairs, per_pair))}
+            for j, th in enumerate(thresholds)]
+
+
+def _as_folds(fix: Corrector | Folds) -> Folds:
+    return fix if isinstance(fix, Folds) else Folds([fix])
+
+
+def _predictions(fix: Corrector, pairs: list[tuple[str, str]], thresholds: list[float], **settings) -> list[list[str]]:
+    """The corrected texts at each threshold (one list per threshold)."""
     from copy import deepcopy
 
     cfg = fix._settings([s for s, _ in pairs], settings)
@@ -263,9 +276,7 @@ def sweep(fix: Corrector, pairs: list[tuple[str, str]], thresholds: list[float],
         for batch, sites, rows, lm_ids in gathered:
             rows_copy = replace(rows, X=rows.X.copy())
             fix._apply(fix._decide_rows(batch, sites, rows_copy, deepcopy(lm_ids), cfg_th), cfg_th)
-        preds = [c.target for c in fix._assemble([s for s, _ in pairs], chunks)]
-        m = csc_metrics((s, t, p) for (s, t), p in zip(pairs, preds))
-        out.append({"threshold": th, **m})
+        out.append([c.target for c in fix._assemble([s for s, _ in pairs], chunks)])
     return out
 
 
@@ -274,9 +285,9 @@ def choose_threshold(rows: list[dict], max_fpr: float) -> dict:
     return max(ok, key=lambda r: (r["sentence_correction"]["f1"], r["threshold"]))
 
 
-def dev_edits(fix: Corrector, pairs: list[tuple[str, str]], **settings) -> tuple[np.ndarray, np.ndarray]:
+def dev_edits(fix: Corrector | Folds, pairs: list[tuple[str, str]], **settings) -> tuple[np.ndarray, np.ndarray]:
     """(confidence, right) of every edit applied on the pairs at threshold 0.05."""
-    results = fix.correct_batch([s for s, _ in pairs], threshold=0.05, **settings)
+    results = _as_folds(fix).map(pairs, lambda f, ps: f.correct_batch([s for s, _ in ps], threshold=0.05, **settings))
     conf, right = [], []
     for (_, t), r in zip(pairs, results):
         for e in r.edits:
@@ -335,7 +346,7 @@ def choose_min_block(p: np.ndarray, right: np.ndarray, sizes: tuple[int, ...] = 
     return best_size
 
 
-def reliability(fix: Corrector, pairs: list[tuple[str, str]], png: Path | None, bins: int = 10) -> list[dict]:
+def reliability(fix: Corrector | Folds, pairs: list[tuple[str, str]], png: Path | None, bins: int = 10) -> list[dict]:
     """Applied edits on the pairs at threshold 0.05, bucketed by confidence: mean confidence vs share correct."""
     c, y = dev_edits(fix, pairs)
     edges = np.linspace(0, 1, bins + 1)
@@ -379,6 +390,14 @@ def summarise(rows: list[dict]) -> list[dict]:
              "fpr": r["false_positive_rate"]} for r in rows]
 
 
+def _lm_summary(lm: Path, folds: int = 0) -> dict:
+    """What the training rows' LM was (no path): its order, pruning and in-domain lines, from its meta.json
+    (fold0's for cross-fitting folds)."""
+    meta_file = (lm / "fold0" if folds else lm) / "meta.json"
+    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    return {"name": lm.name, "folds": folds, **{k: meta.get(k) for k in ("order", "smoothing", "prune", "in_domain")}}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, required=True, help="bundle with candidates/ and lm/ (ranker.json is written)")
@@ -394,6 +413,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="use only this many training pairs (quick runs)")
     ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split "
                     "(as training.make_csc_data --holdout, same seed)")
+    ap.add_argument("--fit-lm", type=Path, help="character LM the training rows are scored with (default: the "
+                    "bundle's); give one built without --in-domain when the bundle's LM counted the training pairs' "
+                    "targets, so that a pair's own text is no evidence for itself. Dev always uses the bundle's")
+    ap.add_argument("--fit-lm-folds", type=Path, help="cross-fitting LM folds (training.char_lm --in-domain-folds K "
+                    "--fold-out DIR): each training pair and each dev pair is scored with the LM that did not count "
+                    "its fold (training.crossfit); the bundle's LM counted them all")
     ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
@@ -409,6 +434,12 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(row))
         return
     fix = Corrector.load(a.model, device="cpu", threshold=1.0)
+    if a.fit_lm_folds:  # rows and dev both cross-fitted
+        fit = dev_fix = Folds.load(a.model, a.fit_lm_folds, a.data, threshold=1.0)
+    else:
+        fit = Folds([Corrector.load(a.model, device="cpu", threshold=1.0, lm=a.fit_lm) if a.fit_lm else fix])
+        dev_fix = Folds([fix])
+    everyone = Folds([fix, *(f for f in {id(f): f for f in fit.fixes + dev_fix.fixes}.values() if f is not fix)])
     train = train_pairs(a.data, a.holdout)
     if a.limit:
         train = train[: a.limit]
@@ -426,7 +457,7 @@ def main(argv: list[str] | None = None) -> None:
         return t
 
     # 1. shortlist weights, on every candidate of the erroneous characters
-    full = cached("train_cheap", lambda: extract_cheap(fix, train))
+    full = cached("train_cheap", lambda: extract_cheap(fix, train))  # no LM feature among these
     short_w = fit_conditional_logit(full, list(CHEAP)).linear
     report["shortlist_weights"] = short_w
     report["candidate_recall_train"] = round(float(full.reachable.mean()), 4)
@@ -436,10 +467,11 @@ def main(argv: list[str] | None = None) -> None:
     report["shortlist_recall_dev"] = shortlist_recall(dev_full, short_w, [1, 4, 8, 16, 32])
     print(f"shortlist weights {short_w}; candidate recall dev {report['candidate_recall_dev']}, after the "
           f"shortlist {report['shortlist_recall_dev']} ({time.time() - t0:.0f} s)", flush=True)
-    fix.ranker = replace(fix.ranker, shortlist=short_w)
+    everyone.set(ranker=replace(fix.ranker, shortlist=short_w))
 
     # 2. the ranker, with and without the LM, for each hidden size; 3. thresholds on dev
-    rows = cached(f"train_rows_s{a.shortlist}", lambda: extract(fix, train, shortlist=a.shortlist))
+    rows = cached(f"train_rows_s{a.shortlist}", lambda: Table.concat([extract(f, ps, shortlist=a.shortlist)
+                                                                      for f, ps in fit.groups(train)]))
     print(f"{len(rows.X):,} training rows ({time.time() - t0:.0f} s)", flush=True)
     grid = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.3 ... 0.9
     best: dict | None = None
@@ -451,11 +483,11 @@ def main(argv: list[str] | None = None) -> None:
         with_lm = fit_conditional_logit(rows, list(FEATURES) + ps, hidden=h)
         no_lm = fit_conditional_logit(rows, [f for f in FEATURES if f != "lm_gain"]
                                       + [p for p in ps if "lm_gain" not in p], hidden=h)
-        fix.ranker = RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {})
+        everyone.set(ranker=RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {}))
         for k in [int(x) for x in a.try_shortlists.split(",")]:
             trial: dict = {"hidden": h, "products": ps, "shortlist": k, "with_lm": with_lm, "no_lm": no_lm}
             for name, use_lm in (("lm", True), ("no_lm", False)):
-                table = sweep(fix, dev, grid, use_lm=use_lm, shortlist=k)
+                table = sweep(dev_fix, dev, grid, use_lm=use_lm, shortlist=k)
                 trial[f"threshold_{name}"] = choose_threshold(table, a.max_fpr)["threshold"]
                 trial[f"dev_{name}"] = summarise(table)
                 print(f"hidden {h}, products {len(ps)}, shortlist {k}, dev {name}: " + "  ".join(
@@ -466,12 +498,13 @@ def main(argv: list[str] | None = None) -> None:
             if best is None or trial["dev_f1"] > best["dev_f1"]:
                 best = trial
     assert best is not None
-    fix.ranker = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"])
-    fix.config = fix.config.with_overrides(shortlist=best["shortlist"])
+    everyone.set(ranker=RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"],
+                                      best["threshold_no_lm"]),
+                 config=fix.config.with_overrides(shortlist=best["shortlist"]))
     # 4. calibration: isotonic regression of each scorer's edit probabilities on the dev edits; the thresholds
     # (chosen on the probabilities) move with it, so the same edits are made
     for key, use_lm in (("with_lm", True), ("no_lm", False)):
-        p, right = dev_edits(fix, dev, use_lm=use_lm)
+        p, right = dev_edits(dev_fix, dev, use_lm=use_lm)
         min_block = choose_min_block(p, right)
         cal = fit_isotonic(p, right, min_block)
         best[key] = replace(best[key], calibration=cal)
@@ -482,11 +515,15 @@ def main(argv: list[str] | None = None) -> None:
     print(f"calibration: {len(report['calibration_with_lm'][0])} knots, blocks of >= "
           f"{report['calibration_min_block_with_lm']} edits (no LM {len(report['calibration_no_lm'][0])}, >= "
           f"{report['calibration_min_block_no_lm']})", flush=True)
-    fix.ranker = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"])
-    report["reliability_dev"] = reliability(fix, dev, a.plot)
+    everyone.set(ranker=RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"],
+                                      best["threshold_no_lm"]))
+    report["reliability_dev"] = reliability(dev_fix, dev, a.plot)
     meta = {"fitted": True, "train_pairs": len(train), "shortlist": best["shortlist"], "hidden": best["hidden"],
             "products": best["products"],
             "threshold_chosen_on": "dev split", "max_fpr": a.max_fpr,
+            "rows_lm": _lm_summary(a.fit_lm_folds, folds=len(fit.fixes)) if a.fit_lm_folds else
+            _lm_summary(a.fit_lm) if a.fit_lm else "the bundle's",
+            "dev_lm": "cross-fitted folds (as the rows)" if a.fit_lm_folds else "the bundle's",
             "candidate_recall_dev": report["candidate_recall_dev"], "seconds": round(time.time() - t0)}
     weights = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"], meta)
     out = a.out or a.model / "ranker.json"

@@ -43,3 +43,24 @@ def train_pairs(data_dir: Path, holdout: int = HOLDOUT) -> list[Pair]:
     targets = {t for _, t in held}
     hard, _ = read_pairs(Path(data_dir) / CSC_HARD_TRAIN)
     return rest + [p for p in hard if p[1] not in targets]
+
+
+def text_folds(data_dir: Path, folds: int) -> dict[str, int]:
+    """Fold (0 .. folds-1) of every target text of the real pairs, for cross-fitting evidence counted from
+    those targets (``training.char_lm --in-domain``): each file is cut into ``folds`` contiguous blocks in
+    file order, so sentences of one essay (consecutive lines) fall in one fold. A target is in the fold of
+    its first line."""
+    out: dict[str, int] = {}
+    for name in (SIGHAN_TRAIN, CSC_HARD_TRAIN):
+        pairs, _ = read_pairs(Path(data_dir) / name)
+        for i, (_, t) in enumerate(pairs):
+            out.setdefault(t, i * folds // max(len(pairs), 1))
+    return out
+
+
+def split_by_fold(pairs: list[Pair], fold_of: dict[str, int], folds: int) -> list[list[int]]:
+    """Indices of ``pairs`` per fold (by the pair's target; a target found in no file goes to fold 0)."""
+    out: list[list[int]] = [[] for _ in range(folds)]
+    for i, (_, t) in enumerate(pairs):
+        out[fold_of.get(t, 0)].append(i)
+    return out

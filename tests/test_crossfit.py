@@ -1,0 +1,72 @@
+"""In-domain LM lines and their cross-fitting folds (training.char_lm --in-domain, training.crossfit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")  # training extras
+
+from training import char_lm as build_lm  # noqa: E402
+from training.crossfit import Folds  # noqa: E402
+from training.splits import split_by_fold, text_folds  # noqa: E402
+
+
+def write_pairs(path: Path, targets: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # each source has one wrong character (the first), so every line is a usable pair
+    path.write_text("".join(f"错{t[1:]}\t{t}\n" for t in targets), encoding="utf-8")
+
+
+@pytest.fixture()
+def data(tmp_path: Path) -> Path:
+    write_pairs(tmp_path / "csc/sighan_train.tsv", [f"我们第{i}天去公园" for i in range(10)])
+    write_pairs(tmp_path / "csc/csc_hard_train.tsv", [f"他们第{i}年在北京" for i in range(5)])
+    return tmp_path
+
+
+def test_folds_are_contiguous_blocks_of_each_file(data: Path) -> None:
+    fold_of = text_folds(data, 5)
+    assert [fold_of[f"我们第{i}天去公园"] for i in range(10)] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert [fold_of[f"他们第{i}年在北京"] for i in range(5)] == [0, 1, 2, 3, 4]
+    pairs = [("x", "他们第4年在北京"), ("y", "我们第0天去公园"), ("z", "not in any file")]
+    assert split_by_fold(pairs, fold_of, 5) == [[1, 2], [], [], [], [0]]
+
+
+def test_in_domain_lines_leave_out_one_fold(data: Path) -> None:
+    every = build_lm.in_domain_lines(data, holdout=0)
+    assert len(every) == 15 and "我们第3天去公园" in every
+    without1 = build_lm.in_domain_lines(data, holdout=0, folds=5, without_fold=1)
+    assert set(every) - set(without1) == {"我们第2天去公园", "我们第3天去公园", "他们第1年在北京"}
+
+
+def test_in_domain_lines_count_as_repeated_corpus_lines(tmp_path: Path) -> None:
+    import gzip
+
+    lines = ["今天天气很好我们去公园", "明天下雨我们在家看书"] * 20
+    extra = ["甚么时候去公园"]
+    plain, mixed = tmp_path / "plain", tmp_path / "mixed"
+    plain.mkdir()
+    mixed.mkdir()
+    with gzip.open(plain / "a.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines + extra * 3) + "\n")
+    with gzip.open(mixed / "a.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    a = build_lm.Variant(tmp_path / "lm_plain", 3, "kn", [0, 0, 0], 0)
+    b = build_lm.Variant(tmp_path / "lm_mixed", 3, "kn", [0, 0, 0], 0)
+    build_lm.build(plain, [a], vocab_size=50, holdout_every=0)
+    meta = build_lm.build(mixed, [b], vocab_size=50, holdout_every=0, in_domain=extra, in_domain_weight=3)[0]
+    assert meta["in_domain"]["lines"] == 1 and meta["in_domain"]["weight"] == 3
+    for name in ("table.npy", "unigram_logprob.npy"):
+        assert np.array_equal(np.load(a.out / name), np.load(b.out / name))
+
+
+def test_folds_map_puts_each_fold_back_in_order() -> None:
+    fold_of = {"a": 1, "b": 0, "c": 1}
+    folds = Folds(["fix0", "fix1"], fold_of)  # type: ignore[list-item]  # map only hands them to fn
+    pairs = [("1", "a"), ("2", "b"), ("3", "c")]
+    out = folds.map(pairs, lambda fix, ps: [f"{fix}:{s}" for s, _ in ps])
+    assert out == ["fix1:1", "fix0:2", "fix1:3"]
+    assert [(f, [s for s, _ in ps]) for f, ps in folds.groups(pairs)] == [("fix0", ["2"]), ("fix1", ["1", "3"])]

@@ -1,0 +1,60 @@
+"""Cross-fitting: each fold of the pairs is decoded by a Corrector whose character LM never counted it.
+
+When the bundle's LM also counted the targets of the real training pairs (``training.char_lm --in-domain``),
+scoring those pairs with it (the ranker's training rows), or the dev split's essay-mates, would let a text be
+evidence for itself: the ranker would learn to trust the LM more than it deserves on unseen text, and the
+threshold chosen on dev would change more clean sentences on a test than on dev. ``training.char_lm
+--in-domain-folds K --fold-out DIR`` writes DIR/fold0 .. fold{K-1}, each LM without one fold's lines
+(contiguous blocks of the files, ``training.splits.text_folds``); here pairs of fold k go to the Corrector
+with DIR/fold{k}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from corrector import Corrector
+
+from .splits import Pair, split_by_fold, text_folds
+
+T = TypeVar("T")
+
+
+@dataclass
+class Folds:
+    fixes: list[Corrector]  # one per fold; a single one when nothing is cross-fitted
+    fold_of: dict[str, int] | None = None  # target text -> fold (None: every pair goes to fixes[0])
+
+    @classmethod
+    def load(cls, model: Path, lm_folds: Path, data: Path, **settings: Any) -> Folds:
+        dirs = sorted((d for d in lm_folds.glob("fold*") if d.is_dir()), key=lambda d: int(d.name[4:]))
+        if not dirs or [d.name for d in dirs] != [f"fold{k}" for k in range(len(dirs))]:
+            raise SystemExit(f"{lm_folds}: expected fold0 .. fold{{K-1}} LM folders (training.char_lm --fold-out)")
+        return cls([Corrector.load(model, device="cpu", lm=d, **settings) for d in dirs], text_folds(data, len(dirs)))
+
+    def set(self, **attrs: Any) -> None:
+        """The same attribute (ranker, config) on every fold's Corrector."""
+        for fix in self.fixes:
+            for name, value in attrs.items():
+                setattr(fix, name, value)
+
+    def parts(self, pairs: Sequence[Pair]) -> list[list[int]]:
+        if self.fold_of is None:
+            return [list(range(len(pairs)))]
+        return split_by_fold(list(pairs), self.fold_of, len(self.fixes))
+
+    def map(self, pairs: Sequence[Pair], fn: Callable[[Corrector, list[Pair]], list[T]]) -> list[T]:
+        """``fn(fold's Corrector, its pairs)`` -> one item per pair, put back in the order of ``pairs``."""
+        out: list[T | None] = [None] * len(pairs)
+        for fix, idx in zip(self.fixes, self.parts(pairs)):
+            if idx:
+                for i, item in zip(idx, fn(fix, [pairs[i] for i in idx])):
+                    out[i] = item
+        return out  # type: ignore[return-value]
+
+    def groups(self, pairs: Sequence[Pair]) -> list[tuple[Corrector, list[Pair]]]:
+        """(Corrector, its pairs) per fold, for what is pooled rather than aligned (feature tables)."""
+        return [(fix, [pairs[i] for i in idx]) for fix, idx in zip(self.fixes, self.parts(pairs)) if idx]
