@@ -275,3 +275,31 @@ def test_cli_is_deterministic_across_processes(data, tmp_path):
         outs.append((out.read_bytes(), (tmp_path / f"dev{hash_seed}.tsv").read_bytes()))
     assert outs[0] == outs[1]
     assert b"\t" in outs[0][0] and len(outs[0][1].splitlines()) == 5
+
+
+def test_hard_clean_sentences_hold_digits_latin_or_a_rare_character():
+    from training.make_csc_data import hard_clean
+
+    common = "我们今天去公园玩"
+    sentences = [common * 3, "我们2024年去公园", "我们去ＡＰＰ公园", "我们去Costco玩", "我们今天去鄱阳湖玩"]
+    assert hard_clean(sentences) == [False, True, True, True, False]  # 5 distinct rare-enough chars: all common
+    import training.make_csc_data as m
+
+    old, m.RARE_AFTER = m.RARE_AFTER, 8  # only the 8 most frequent characters are common
+    try:
+        assert hard_clean(sentences)[4] is True  # 鄱阳湖
+    finally:
+        m.RARE_AFTER = old
+
+
+def test_clean_hard_share_draws_the_clean_pairs_from_hard_sentences(data, tables, homophones, tmp_path):
+    # 2 of the 10 usable sentences hold digits or Latin (128元, OK): 80 of 400 pairs; 120 are left clean
+    def hard_clean_pairs(**kw) -> tuple[int, int]:
+        stats = _make(data, tables, homophones, tmp_path / "out.tsv", n=400, clean_share=0.3, **kw)
+        clean = [s for s, t in _pairs(tmp_path / "out.tsv") if s == t]
+        return sum(("128" in s or "OK" in s) for s in clean), stats.synthetic_clean
+
+    n_hard, n_clean = hard_clean_pairs(clean_hard_share=1.0)
+    assert n_hard == 80 and 120 <= n_clean <= 125  # every hard pair is clean; the share of clean pairs holds
+    n_hard, _ = hard_clean_pairs()
+    assert n_hard < 50  # at random: about 24

@@ -511,6 +511,7 @@ def read_pairs(path: Path) -> tuple[list[tuple[str, str]], int]:
 class Stats:
     synthetic: int = 0
     synthetic_clean: int = 0
+    synthetic_clean_hard: int = 0  # of those, sentences with digits, Latin letters or a rare character
     events: collections.Counter[str] = field(default_factory=collections.Counter)  # errors made, by kind
     changed: collections.Counter[str] = field(default_factory=collections.Counter)  # characters, by kind
     error_counts: collections.Counter[int] = field(default_factory=collections.Counter)  # errors per sentence
@@ -522,12 +523,39 @@ class Stats:
     written_clean: int = 0
 
 
+RARE_AFTER = 3500  # a character outside the sample's this many most frequent (the size of the 常用字 list)
+
+
+def hard_clean(sentences: list[str]) -> list[bool]:
+    """Per sentence: correct text a spelling corrector is tempted to "fix": it holds digits, Latin letters, or a
+    character outside the sample's RARE_AFTER most frequent CJK characters (names, terms, rare words)."""
+    counts = collections.Counter(c for s in sentences for c in s if is_cjk(c))
+    common = {c for c, _ in counts.most_common(RARE_AFTER)}
+
+    def hard(s: str) -> bool:
+        return any(c.isdigit() or (c.isascii() and c.isalpha()) or "\uff21" <= c <= "\uff5a"
+                   or (is_cjk(c) and c not in common) for c in s)
+
+    return [hard(s) for s in sentences]
+
+
 def synthetic_pairs(
-    sentences: list[str], n: int, clean_share: float, corrupter: Corrupter, rng: random.Random, stats: Stats
+    sentences: list[str], n: int, clean_share: float, corrupter: Corrupter, rng: random.Random, stats: Stats,
+    hard_share: float = 0.0,
 ) -> Iterator[tuple[str, str]]:
     """n pairs from the sentences (reused in turn if there are fewer than n); round(n * clean_share) of
-    them, at seeded random, are left clean."""
-    clean = set(rng.sample(range(n), round(n * clean_share)))
+    them, at seeded random, are left clean. With ``hard_share``, that share of the clean ones is drawn among
+    the ``hard_clean`` sentences (as many as there are), the rest among all."""
+    n_clean = round(n * clean_share)
+    if hard_share > 0:
+        is_hard = hard_clean(sentences)
+        hard_idx = [i for i in range(n) if is_hard[i % len(sentences)]]
+        clean = set(rng.sample(hard_idx, min(round(n_clean * hard_share), len(hard_idx))))
+        rest = [i for i in range(n) if i not in clean]
+        clean |= set(rng.sample(rest, n_clean - len(clean)))
+        stats.synthetic_clean_hard = sum(is_hard[i % len(sentences)] for i in clean)
+    else:
+        clean = set(rng.sample(range(n), n_clean))
     for i in range(n):
         sentence = sentences[i % len(sentences)]
         if i in clean:
@@ -547,7 +575,9 @@ def summary(stats: Stats, seconds: float) -> str:
     n_changed = sum(stats.changed.values())
     lines = [
         f"synthetic pairs: {stats.synthetic:,} from {stats.eligible_sentences:,} eligible sentences; "
-        f"clean {stats.synthetic_clean:,} ({stats.synthetic_clean / max(1, stats.synthetic):.1%})",
+        f"clean {stats.synthetic_clean:,} ({stats.synthetic_clean / max(1, stats.synthetic):.1%}"
+        + (f"; {stats.synthetic_clean_hard:,} with digits, Latin or a rare character" if stats.synthetic_clean_hard
+           else "") + ")",
         "errors by kind: "
         + ", ".join(f"{k} {stats.events[k]:,} ({stats.events[k] / max(1, n_events):.1%})" for k in KINDS),
         f"per erroneous sentence: {n_events / max(1, erroneous):.2f} errors, {n_changed / max(1, erroneous):.2f} "
@@ -597,6 +627,7 @@ def make_dataset(
     holdout: int = 0,
     holdout_out: Path | None = None,
     clean_share: float = 0.15,
+    clean_hard_share: float = 0.0,
     config: CorruptionConfig | None = None,
     homophones: HomophoneIndex | None = None,
     min_chars: int = 8,
@@ -646,7 +677,8 @@ def make_dataset(
     corrupter = Corrupter(tables, vocab, random.Random(f"{seed}/corrupt"), homophones, config, prior=prior,
                           lm_score=lm_score)
     synthetic = []
-    pairs_iter = synthetic_pairs(sentences, n, clean_share, corrupter, random.Random(f"{seed}/clean"), stats)
+    pairs_iter = synthetic_pairs(sentences, n, clean_share, corrupter, random.Random(f"{seed}/clean"), stats,
+                                 clean_hard_share)
     for source, target in tqdm(pairs_iter, total=n, desc="corrupting", disable=not progress, mininterval=2):
         stats.synthetic += 1
         stats.synthetic_clean += source == target
@@ -692,6 +724,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.15,
         help="share of synthetic pairs left error-free (default 0.15)",
+    )
+    ap.add_argument(
+        "--clean-hard-share",
+        type=float,
+        default=0.0,
+        help="share of the error-free pairs drawn among sentences with digits, Latin letters or a rare character "
+             "(names, terms): correct text the networks must learn to leave alone (default 0: at random)",
     )
     ap.add_argument(
         "--mix",
@@ -785,8 +824,8 @@ def main(argv: list[str] | None = None) -> None:
             ap.error(f"{path} does not exist")
     if args.n < 0 or args.real_repeat < 0 or args.holdout < 0:
         ap.error("--n, --real-repeat and --holdout must be >= 0")
-    if not 0 <= args.clean_share <= 1:
-        ap.error("--clean-share must be in [0, 1]")
+    if not 0 <= args.clean_share <= 1 or not 0 <= args.clean_hard_share <= 1:
+        ap.error("--clean-share and --clean-hard-share must be in [0, 1]")
     if args.holdout > 0 and (not args.real or args.holdout_out is None):
         ap.error("--holdout needs --real files and --holdout-out")
     if args.holdout_out is not None and args.holdout_out.resolve() == args.out.resolve():
@@ -823,6 +862,7 @@ def main(argv: list[str] | None = None) -> None:
         holdout=args.holdout,
         holdout_out=args.holdout_out,
         clean_share=args.clean_share,
+        clean_hard_share=args.clean_hard_share,
         config=config,
         homophones=homophones,
         min_chars=args.min_chars,
