@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from corrector import Corrector
+from corrector.runtime import Device
 
 from .splits import Pair, split_by_fold, text_folds
 
@@ -29,11 +30,12 @@ class Folds:
     fold_of: dict[str, int] | None = None  # target text -> fold (None: every pair goes to fixes[0])
 
     @classmethod
-    def load(cls, model: Path, lm_folds: Path, data: Path, **settings: Any) -> Folds:
+    def load(cls, model: Path, lm_folds: Path, data: Path, device: Device = "cpu", **settings: Any) -> Folds:
+        """One Corrector per fold LM in ``lm_folds``; ``settings`` go to ``Corrector.load`` (precision, overrides)."""
         dirs = sorted((d for d in lm_folds.glob("fold*") if d.is_dir()), key=lambda d: int(d.name[4:]))
         if not dirs or [d.name for d in dirs] != [f"fold{k}" for k in range(len(dirs))]:
             raise SystemExit(f"{lm_folds}: expected fold0 .. fold{{K-1}} LM folders (training.char_lm --fold-out)")
-        return cls([Corrector.load(model, device="cpu", lm=d, **settings) for d in dirs], text_folds(data, len(dirs)))
+        return cls([Corrector.load(model, device=device, lm=d, **settings) for d in dirs], text_folds(data, len(dirs)))
 
     def set(self, **attrs: Any) -> None:
         """The same attribute (ranker, config) on every fold's Corrector."""

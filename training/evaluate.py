@@ -124,11 +124,13 @@ def main(argv: list[str] | None = None) -> None:
 
     pairs = read_pairs(args.data, args.limit)
     settings = parse_settings(args.set)
-    fixer = Corrector.load(args.model, device=args.device, precision=args.precision, **settings)
+    folds = (Folds.load(args.model or default_model_path(), args.lm_folds, args.shared_data, device=args.device,
+                        precision=args.precision, **settings) if args.lm_folds else None)
+    fixer = folds.fixes[0] if folds else Corrector.load(args.model, device=args.device, precision=args.precision,
+                                                         **settings)
     meta = {"data": str(args.data), "model": fixer.name, "model_version": fixer.version, "settings": settings,
             "onnx": fixer.networks.precision}
-    if args.lm_folds:
-        folds = Folds.load(args.model or default_model_path(), args.lm_folds, args.shared_data, **settings)
+    if folds:
         meta["lm"] = f"cross-fitted: {len(folds.fixes)} folds"
         report = {**meta, "threshold": fixer.config.threshold, **run(folds, pairs, args.batch_size)}
         print(summary_line(report))

@@ -533,7 +533,7 @@ def hard_clean(sentences: list[str]) -> list[bool]:
     common = {c for c, _ in counts.most_common(RARE_AFTER)}
 
     def hard(s: str) -> bool:
-        return any(c.isdigit() or (c.isascii() and c.isalpha()) or "\uff21" <= c <= "\uff5a"
+        return any(c.isdigit() or (c.isalpha() and (c.isascii() or "\uff21" <= c <= "\uff5a"))  # Latin, full width too
                    or (is_cjk(c) and c not in common) for c in s)
 
     return [hard(s) for s in sentences]

@@ -427,6 +427,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pairs", type=Path, help="with --reliability-only: a source<TAB>target file to use instead "
                     "of dev (an out-of-sample check of the calibration, which is fitted on dev)")
     a = ap.parse_args(argv)
+    if a.fit_lm and a.fit_lm_folds:
+        ap.error("give --fit-lm or --fit-lm-folds, not both")
     t0 = time.time()
     if a.reliability_only:
         pairs = read_pairs(a.pairs) if a.pairs else dev_pairs(a.data, a.holdout)
@@ -439,7 +441,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         fit = Folds([Corrector.load(a.model, device="cpu", threshold=1.0, lm=a.fit_lm) if a.fit_lm else fix])
         dev_fix = Folds([fix])
-    everyone = Folds([fix, *(f for f in {id(f): f for f in fit.fixes + dev_fix.fixes}.values() if f is not fix)])
+    everyone = Folds(list({id(f): f for f in [fix, *fit.fixes, *dev_fix.fixes]}.values()))  # each one once
     train = train_pairs(a.data, a.holdout)
     if a.limit:
         train = train[: a.limit]
