@@ -115,6 +115,13 @@ class Corrector:
         evidence = Evidence(read_vocab_list(bundle.vocab_path), candidates, tables, char_lm)
         return cls(bundle, networks, tables, config, evidence, ranker)
 
+    def with_lm(self, lm: str | Path | None) -> Corrector:
+        """This Corrector over another character LM (a path as for ``load``; None: without one), sharing
+        the ONNX sessions and every other table: the folds of cross-fitting differ only in their LM."""
+        char_lm = _load_lm(Path(lm)) if lm is not None else None
+        return Corrector(self.bundle, self.networks, self.tables, self.config, self.evidence.with_lm(char_lm),
+                         self.ranker)
+
     @property
     def name(self) -> str:
         return self.bundle.name

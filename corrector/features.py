@@ -11,6 +11,7 @@ model cuts them to a shortlist, and only the shortlist gets the LM and word feat
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -138,9 +139,18 @@ class Evidence:
         self.table_keys = keys[self.table_order]
         self.variant_keys = np.array(sorted(self.char_id[a] * V + self.char_id[b] for a, b in candidates.variants
                                             if a in self.char_id and b in self.char_id), dtype=np.int64)
-        if lm is not None:  # vocab id -> LM id
-            singles = [t if len(t) == 1 else "\x00" for t in self.vocab]
-            self.lm_vid = lm.encode("".join(singles)).astype(np.int32)
+        if lm is not None:
+            self.lm_vid = _vocab_lm_ids(self.vocab, lm)
+
+    def with_lm(self, lm) -> Evidence:
+        """The same evidence over another character LM (None: without one); the LM-free tables are shared."""
+        other = copy.copy(self)
+        other.lm = lm
+        if lm is not None:
+            other.lm_vid = _vocab_lm_ids(self.vocab, lm)
+        elif hasattr(other, "lm_vid"):
+            del other.lm_vid
+        return other
 
     # ---- gather -------------------------------------------------------------------------------------
 
@@ -502,3 +512,9 @@ def _top_per_segment(score: np.ndarray, lens: np.ndarray, k: int) -> np.ndarray:
             keep[start + np.argpartition(-seg, k - 1)[:k]] = True
         start += n
     return keep
+
+
+def _vocab_lm_ids(vocab: Sequence[str], lm) -> np.ndarray:
+    """Vocab id -> the LM's id of the character (multi-character tokens map to the LM's unknown)."""
+    singles = [t if len(t) == 1 else "\x00" for t in vocab]
+    return lm.encode("".join(singles)).astype(np.int32)

@@ -514,6 +514,20 @@ def test_lm_decoder_keeps_the_contract_and_batch_independence(tiny_bundle, tiny_
     assert any(c.edits for c in batch)
 
 
+def test_with_lm_swaps_only_the_lm(tiny_bundle, tiny_lm, lm_corrector):
+    """A Corrector moved to another LM decodes as one loaded with it, on the same ONNX sessions; the original
+    keeps its LM."""
+    texts = SENTENCES + ["今天天汽很好。今天天汽很好"]
+    plain = Corrector.load(tiny_bundle, device="cpu", threshold=0.0)
+    moved = plain.with_lm(tiny_lm)
+    assert moved.networks is plain.networks and moved.has_lm and not plain.has_lm
+    assert moved.correct_batch(texts) == lm_corrector.correct_batch(texts)
+    dropped = lm_corrector.with_lm(None)
+    assert not dropped.has_lm and lm_corrector.has_lm
+    assert dropped.correct_batch(texts) == plain.correct_batch(texts)
+    assert moved.correct_batch(texts) != plain.correct_batch(texts)  # the LM changes some decision
+
+
 def test_word_pairs_are_gathered_only_when_the_scorer_weighs_them(lm_corrector):
     """Pair candidates exist for the ``pair`` feature: a ranker without its weight (older bundles) decodes as
     before, with none gathered; without the LM there are none either; the ranker's fit asks for them."""

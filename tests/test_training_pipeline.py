@@ -295,3 +295,17 @@ def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared
     assert all(torch.equal(best[k], disc[k]) for k in disc) == (best_step == 5)
     prov = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
     assert prov["finetune"]["kept"] == "the last step" and prov["finetune"]["steps"] == 5
+
+
+def test_evaluate_sweeps_the_thresholds_asked_for(forced_bundle, tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("今天天汽很好\t今天天气很好\n我们去公园\t我们去公园\n", encoding="utf-8")
+    report, chosen = tmp_path / "sweep.json", tmp_path / "chosen.json"
+    run("-m", "training.evaluate", "--data", str(pairs), "--model", str(forced_bundle), "--device", "cpu",
+        "--sweep", "--thresholds", "0.3,0.7", "--choose", str(chosen), "--report", str(report))
+    rows = json.loads(report.read_text(encoding="utf-8"))["sweep"]
+    assert [r["threshold"] for r in rows] == [0.3, 0.7]
+    assert json.loads(chosen.read_text(encoding="utf-8"))["threshold"] in (0.3, 0.7)
+    res = subprocess.run([sys.executable, "-m", "training.evaluate", "--data", str(pairs), "--thresholds", "0.3"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "--thresholds needs --sweep" in res.stderr

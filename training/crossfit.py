@@ -31,11 +31,13 @@ class Folds:
 
     @classmethod
     def load(cls, model: Path, lm_folds: Path, data: Path, device: Device = "cpu", **settings: Any) -> Folds:
-        """One Corrector per fold LM in ``lm_folds``; ``settings`` go to ``Corrector.load`` (precision, overrides)."""
+        """One Corrector per fold LM in ``lm_folds``, all on one set of ONNX sessions; ``settings`` go to
+        ``Corrector.load`` (precision, overrides)."""
         dirs = sorted((d for d in lm_folds.glob("fold*") if d.is_dir()), key=lambda d: int(d.name[4:]))
         if not dirs or [d.name for d in dirs] != [f"fold{k}" for k in range(len(dirs))]:
             raise SystemExit(f"{lm_folds}: expected fold0 .. fold{{K-1}} LM folders (training.char_lm --fold-out)")
-        return cls([Corrector.load(model, device=device, lm=d, **settings) for d in dirs], text_folds(data, len(dirs)))
+        first = Corrector.load(model, device=device, lm=dirs[0], **settings)
+        return cls([first] + [first.with_lm(d) for d in dirs[1:]], text_folds(data, len(dirs)))
 
     def set(self, **attrs: Any) -> None:
         """The same attribute (ranker, config) on every fold's Corrector."""
