@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +71,34 @@ def test_folds_map_puts_each_fold_back_in_order() -> None:
     out = folds.map(pairs, lambda fix, ps: [f"{fix}:{s}" for s, _ in ps])
     assert out == ["fix1:1", "fix0:2", "fix1:3"]
     assert [(f, [s for s, _ in ps]) for f, ps in folds.groups(pairs)] == [("fix0", ["2"]), ("fix1", ["1", "3"])]
+
+
+def test_fold_lms_are_the_lms_counted_without_their_fold(data: Path, tmp_path: Path) -> None:
+    """--in-domain-folds takes each fold's lines out of one count: the same model as counting without them (the
+    corpus has every character, so both have one vocabulary)."""
+    import gzip
+
+    from corrector.char_lm import CharLM
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    with gzip.open(corpus / "a.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(["今天我们去公园散步", "他们第一年在北京工作", "明天下雨我们在家看书"] * 10 + ["0123456789"]) + "\n")
+    common = ["--corpus", str(corpus), "--order", "3", "--prune", "0,0,0", "--quant", "0", "--vocab-size", "200",
+              "--holdout-every", "0"]
+    assert build_lm.main([*common, "--out", str(tmp_path / "lm"), "--in-domain", str(data), "--in-domain-weight",
+                          "3", "--in-domain-holdout", "0", "--in-domain-folds", "5", "--fold-out",
+                          str(tmp_path / "folds")]) == 0
+    texts = ["我们第2天去公园", "他们第1年在北京", "今天下雨我们去公园", "第3天"]
+    for k in (0, 1, 4):
+        lines = build_lm.in_domain_lines(data, holdout=0, folds=5, without_fold=k)
+        ref = build_lm.Variant(tmp_path / f"ref{k}", 3, "kn", [0, 0, 0], 0)
+        build_lm.build(corpus, [ref], vocab_size=200, holdout_every=0, in_domain=lines, in_domain_weight=3)
+        fold, want = CharLM.load(tmp_path / "folds" / f"fold{k}"), CharLM.load(ref.out)
+        for t in texts:
+            assert fold.sentence_logprob(t) == pytest.approx(want.sentence_logprob(t), abs=1e-4)
+        meta = json.loads((tmp_path / "folds" / f"fold{k}" / "meta.json").read_text(encoding="utf-8"))
+        assert meta["in_domain"]["fold"] == [k, 5] and meta["in_domain"]["lines"] == len(lines)
+        assert meta["train_tokens"] == json.loads((ref.out / "meta.json").read_text(encoding="utf-8"))["train_tokens"]
+    whole = CharLM.load(tmp_path / "lm")
+    assert whole.sentence_logprob(texts[0]) > fold.sentence_logprob(texts[0])  # fold 4 lacks 我们第8/9天: less sure

@@ -563,19 +563,34 @@ def in_domain_lines(data: Path, holdout: int, folds: int = 0, without_fold: int 
     return targets
 
 
-def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_every: int,
-          in_domain: Sequence[str] = (), in_domain_weight: int = 0) -> list[dict]:
-    """Count once (up to the highest order asked for), then estimate and write every variant. ``in_domain``
-    lines are counted ``in_domain_weight`` times each on top of the corpus (never held out)."""
+@dataclass
+class Counted:
+    """The raw n-gram counts of one training text and what the estimates and meta.json need beside them."""
+
+    ngrams: list[tuple[np.ndarray, np.ndarray]]  # per order: sorted packed keys, raw counts
+    base: int
+    vocab_cps: np.ndarray
+    vocab_counts: np.ndarray
+    coverage: dict[str, float]
+    lut: np.ndarray
+    held: list[str]
+    files: list[str]
+    n_tokens: int
+    in_domain: dict | None  # lines, weight, source (None: the corpus alone)
+    seconds: float
+
+
+def count(corpus: Path, max_order: int, vocab_size: int, holdout_every: int, in_domain: Sequence[str] = (),
+          in_domain_weight: int = 0) -> Counted:
+    """Count the corpus (less its held-out lines) plus ``in_domain`` lines ``in_domain_weight`` times each,
+    up to ``max_order``; the vocabulary is the most frequent characters of that text."""
     t0 = time.time()
-    max_order = max(v.order for v in variants)
-    for v in variants:
-        key_offsets(v.order, vocab_size + N_SPECIALS)  # raises if the keys do not fit
+    key_offsets(max_order, vocab_size + N_SPECIALS)  # raises if the keys do not fit
     train, held, files = read_corpus(corpus, holdout_every)
-    if in_domain_weight > 0 and in_domain:
-        train.extend(list(in_domain) * in_domain_weight)
-    log(f"read {len(train):,} training lines ({len(in_domain) if in_domain_weight else 0:,} in-domain lines x "
-        f"{in_domain_weight}), {len(held):,} held out ({time.time() - t0:.1f}s)")
+    extra = list(in_domain) if in_domain_weight > 0 else []
+    train.extend(extra * in_domain_weight)
+    log(f"read {len(train):,} training lines ({len(extra):,} in-domain lines x {in_domain_weight}), "
+        f"{len(held):,} held out ({time.time() - t0:.1f}s)")
     cps = codepoints(train)
     del train
     vocab_cps, vocab_counts, coverage = choose_vocab(cps, vocab_size)
@@ -586,30 +601,70 @@ def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_ev
     del cps
     n_tokens = int((stream != BOS).sum())
     log(f"{stream.size:,} ids ({time.time() - t0:.1f}s); counting")
-    counts = count_all_orders(stream, max_order, base)
+    ngrams = count_all_orders(stream, max_order, base)
     del stream
-    for k, (_, raw) in enumerate(counts, 1):
+    for k, (_, raw) in enumerate(ngrams, 1):
         ths = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30, 50)
         log(f"  order {k}: n-grams with count >= t: " + ", ".join(f"{t}:{int((raw >= t).sum()):,}" for t in ths))
-    count_s = time.time() - t0
+    meta = ({"lines": len(extra), "weight": in_domain_weight,
+             "source": "targets of the real training pairs (dev split held out)"} if extra else None)
+    return Counted(ngrams, base, vocab_cps, vocab_counts, coverage, lut, held, files, n_tokens, meta,
+                   time.time() - t0)
+
+
+def without(c: Counted, lines: Sequence[str], weight: int, fold: tuple[int, int]) -> Counted:
+    """``c`` less ``weight`` times the counts of ``lines`` (in-domain lines it counted): n-grams never cross
+    a line, so this is exactly the count of the text without them, over ``c``'s vocabulary."""
+    t0 = time.time()
+    cps = codepoints(lines)
+    stream = encode_stream(cps, c.lut)
+    ngrams = []
+    for (keys, raw), (sub_keys, sub_raw) in zip(c.ngrams, count_all_orders(stream, len(c.ngrams), c.base)):
+        at = np.searchsorted(keys, sub_keys)
+        if sub_keys.size and (at.max() >= keys.size or not np.array_equal(keys[at], sub_keys)):
+            raise ValueError("the lines to take out were not counted")
+        left = raw.copy()
+        left[at] -= weight * sub_raw
+        if (left < 0).any():
+            raise ValueError("the lines to take out were not counted that often")
+        keep = left > 0
+        ngrams.append((keys[keep], left[keep]))
+    ids = c.lut[cps]
+    taken = np.bincount(ids[ids >= N_SPECIALS] - N_SPECIALS, minlength=c.vocab_cps.size)
+    assert c.in_domain is not None
+    meta = {**c.in_domain, "lines": c.in_domain["lines"] - len(lines), "fold": list(fold)}
+    return Counted(ngrams, c.base, c.vocab_cps, c.vocab_counts - weight * taken, c.coverage, c.lut, c.held,
+                   c.files, c.n_tokens - weight * int((stream != BOS).sum()), meta, c.seconds + time.time() - t0)
+
+
+def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_every: int,
+          in_domain: Sequence[str] = (), in_domain_weight: int = 0) -> list[dict]:
+    """Count once (up to the highest order asked for), then estimate and write every variant. ``in_domain``
+    lines are counted ``in_domain_weight`` times each on top of the corpus (never held out)."""
+    c = count(corpus, max(v.order for v in variants), vocab_size, holdout_every, in_domain, in_domain_weight)
+    return write_variants(c, variants, holdout_every)
+
+
+def write_variants(c: Counted, variants: Sequence[Variant], holdout_every: int) -> list[dict]:
+    """Estimate, write and evaluate (held-out perplexity) each variant from the counts."""
     metas = []
     for v in variants:
         t1 = time.time()
-        cnt = counts[: v.order]
-        masks = keep_masks(cnt, v.prune, base)
+        cnt = c.ngrams[: v.order]
+        masks = keep_masks(cnt, v.prune, c.base)
         log(f"{v.out}: order {v.order} {v.smoothing} prune {v.prune}: kept {[int(m.sum()) for m in masks]}")
         if v.smoothing == "kn":
-            tables = estimate_kn(cnt, masks, base)
+            tables = estimate_kn(cnt, masks, c.base)
             missing_bow = 0.0
         else:
-            tables = estimate_sb(cnt, masks, base)
+            tables = estimate_sb(cnt, masks, c.base)
             missing_bow = math.log(SB_ALPHA)
         del masks
-        meta = write_model(v.out, tables, base, vocab_cps, vocab_counts, v.quant, missing_bow)
-        build_s = count_s + time.time() - t1
+        meta = write_model(v.out, tables, c.base, c.vocab_cps, c.vocab_counts, v.quant, missing_bow)
+        build_s = c.seconds + time.time() - t1
         (v.out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         lm = CharLM.load(v.out)
-        win = heldout_windows(held, lut, v.order)
+        win = heldout_windows(c.held, c.lut, v.order)
         ppl = perplexity(lm, win)
         n_unk = int((win[:, -1] == UNK).sum())
         size = sum(f.stat().st_size for f in v.out.iterdir() if f.is_file() and f.suffix == ".npy")
@@ -626,12 +681,10 @@ def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_ev
             "heldout_tokens": int(win.shape[0]),
             "heldout_unk_tokens": n_unk,
             "heldout": f"every {holdout_every}th line of the files in sorted order (1-based)",
-            "train_tokens": n_tokens,
-            "vocab_coverage": coverage,
-            "corpus_files": files,
-            "in_domain": {"lines": len(in_domain), "weight": in_domain_weight,
-                          "source": "targets of the real training pairs (dev split held out)"}
-            if in_domain_weight > 0 and in_domain else None,
+            "train_tokens": c.n_tokens,
+            "vocab_coverage": c.coverage,
+            "corpus_files": c.files,
+            "in_domain": c.in_domain,
             "build_seconds": round(build_s, 1),
             "peak_rss_mb": round(peak_rss_mb(), 1),
         })
@@ -723,19 +776,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for o, k, s, p, q in zip(args.out, orders, smooth, prunes, quants)]
     extra = in_domain_lines(args.in_domain, args.in_domain_holdout) if args.in_domain else []
     weight = args.in_domain_weight if args.in_domain else 0
-    metas = build(args.corpus, variants, args.vocab_size, args.holdout_every, extra, weight)
-    if args.in_domain_folds:
-        if not (args.in_domain and args.fold_out):
-            ap.error("--in-domain-folds needs --in-domain and --fold-out")
-        for k in range(args.in_domain_folds):
-            lines = in_domain_lines(args.in_domain, args.in_domain_holdout, args.in_domain_folds, k)
-            fold_variants = [Variant(args.fold_out / f"fold{k}" / v.out.name if n > 1 else args.fold_out / f"fold{k}",
-                                     v.order, v.smoothing, v.prune, v.quant) for v in variants]
-            for v, meta in zip(fold_variants, build(args.corpus, fold_variants, args.vocab_size, args.holdout_every,
-                                                    lines, weight)):
-                meta["in_domain"]["fold"] = [k, args.in_domain_folds]
-                (v.out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n",
-                                                 encoding="utf-8")
+    if args.in_domain_folds and not (args.in_domain and args.fold_out):
+        ap.error("--in-domain-folds needs --in-domain and --fold-out")
+    counted = count(args.corpus, max(v.order for v in variants), args.vocab_size, args.holdout_every, extra, weight)
+    metas = write_variants(counted, variants, args.holdout_every)
+    K = args.in_domain_folds
+    for k in range(K):  # each fold's LM: the same counts less that fold's in-domain lines
+        kept = set(in_domain_lines(args.in_domain, args.in_domain_holdout, K, k))
+        home = args.fold_out / f"fold{k}"
+        fold_variants = [Variant(home / v.out.name if n > 1 else home, v.order, v.smoothing, v.prune, v.quant)
+                         for v in variants]
+        write_variants(without(counted, [t for t in extra if t not in kept], weight, (k, K)), fold_variants,
+                       args.holdout_every)
     keys = ("order", "smoothing", "prune", "ngrams", "size_bytes", "heldout_perplexity", "build_seconds",
             "peak_rss_mb")
     for v, meta in zip(variants, metas):
