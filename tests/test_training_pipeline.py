@@ -302,10 +302,18 @@ def test_evaluate_sweeps_the_thresholds_asked_for(forced_bundle, tmp_path):
     pairs.write_text("今天天汽很好\t今天天气很好\n我们去公园\t我们去公园\n", encoding="utf-8")
     report, chosen = tmp_path / "sweep.json", tmp_path / "chosen.json"
     run("-m", "training.evaluate", "--data", str(pairs), "--model", str(forced_bundle), "--device", "cpu",
-        "--sweep", "--thresholds", "0.3,0.7", "--choose", str(chosen), "--report", str(report))
+        "--sweep", "--thresholds", "0.0,0.7", "--choose", str(chosen), "--report", str(report))
     rows = json.loads(report.read_text(encoding="utf-8"))["sweep"]
-    assert [r["threshold"] for r in rows] == [0.3, 0.7]
-    assert json.loads(chosen.read_text(encoding="utf-8"))["threshold"] in (0.3, 0.7)
+    assert [r["threshold"] for r in rows] == [0.0, 0.7]
+    assert rows[0]["false_positive_rate"] == 1.0  # at 0 the tiny model edits every sentence
+    assert json.loads(chosen.read_text(encoding="utf-8"))["threshold"] in (0.0, 0.7)
+    for r in rows:  # the sweep decides on features gathered once: as decoding at that threshold
+        one = tmp_path / f"at{r['threshold']}.json"
+        run("-m", "training.evaluate", "--data", str(pairs), "--model", str(forced_bundle), "--device", "cpu",
+            "--set", f"threshold={r['threshold']}", "--report", str(one))
+        at = json.loads(one.read_text(encoding="utf-8"))
+        for key in ("sentence_correction", "char_correction", "false_positive_rate"):
+            assert r[key] == at[key]
     res = subprocess.run([sys.executable, "-m", "training.evaluate", "--data", str(pairs), "--thresholds", "0.3"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "--thresholds needs --sweep" in res.stderr
