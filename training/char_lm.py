@@ -631,7 +631,8 @@ def without(c: Counted, lines: Sequence[str], weight: int, fold: tuple[int, int]
         ngrams.append((keys[keep], left[keep]))
     ids = c.lut[cps]
     taken = np.bincount(ids[ids >= N_SPECIALS] - N_SPECIALS, minlength=c.vocab_cps.size)
-    assert c.in_domain is not None
+    if c.in_domain is None:
+        raise ValueError("no in-domain lines were counted")
     meta = {**c.in_domain, "lines": c.in_domain["lines"] - len(lines), "fold": list(fold)}
     return Counted(ngrams, c.base, c.vocab_cps, c.vocab_counts - weight * taken, c.coverage, c.lut, c.held,
                    c.files, c.n_tokens - weight * int((stream != BOS).sum()), meta, c.seconds + time.time() - t0)

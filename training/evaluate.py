@@ -7,9 +7,9 @@
 
 Prints SIGHAN strict sentence-level detection/correction P/R/F1, character-level P/R/F1, the
 false-positive rate on error-free sentences and sentences/s; writes a JSON report. ``--sweep``
-varies the detection threshold (networks and features computed once) and draws a precision-recall plot (``--grid`` adds other settings
-to the search); ``--choose`` writes the settings with the best sentence correction F1 (pick them
-on a dev split, never on the test).
+varies the detection threshold (networks and features computed once, then each threshold decided) and
+draws a precision-recall plot (``--grid`` adds other settings to the search); ``--choose`` writes the
+settings with the best sentence correction F1 (pick them on a dev split, never on the test).
 """
 
 from __future__ import annotations
@@ -46,6 +46,17 @@ def run(fixer: Corrector | Folds, pairs: list[tuple[str, str]], batch_size: int 
     report = csc_metrics((s, t, p) for (s, t), p in zip(pairs, preds))
     report["sentences_per_s"] = round(len(pairs) / dt, 1)
     return report
+
+
+def thresholds(text: str) -> tuple[float, ...]:
+    """'0.3,0.5' -> (0.3, 0.5), each in [0, 1]."""
+    try:
+        values = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not all(0.0 <= v <= 1.0 for v in values):
+        raise argparse.ArgumentTypeError(f"thresholds are probabilities in [0, 1], got {text!r}")
+    return values
 
 
 def summary_line(r: dict) -> str:
@@ -111,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sweep", action="store_true", help="vary the threshold; plot precision-recall")
     ap.add_argument("--grid", nargs="*", default=[], metavar="KEY=V1,V2",
                     help="with --sweep: also search these settings (every combination)")
-    ap.add_argument("--thresholds", type=lambda v: tuple(float(x) for x in v.split(",")), default=SWEEP,
+    ap.add_argument("--thresholds", type=thresholds, default=SWEEP,
                     metavar="T1,T2,...", help="with --sweep: the thresholds to try (default: %(default)s)")
     ap.add_argument("--choose", type=Path, help="with --sweep: write the best threshold (+ --set) as JSON")
     ap.add_argument("--max-fpr", type=float, default=1.0, help="with --choose: only thresholds under this FPR")
