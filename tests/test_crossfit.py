@@ -102,3 +102,14 @@ def test_fold_lms_are_the_lms_counted_without_their_fold(data: Path, tmp_path: P
         assert meta["train_tokens"] == json.loads((ref.out / "meta.json").read_text(encoding="utf-8"))["train_tokens"]
     whole = CharLM.load(tmp_path / "lm")
     assert whole.sentence_logprob(texts[0]) > fold.sentence_logprob(texts[0])  # fold 4 lacks 我们第8/9天: less sure
+
+
+def test_dev_split_file_is_the_held_out_pairs_then_their_targets(data: Path, tmp_path: Path) -> None:
+    from training import splits
+
+    out = tmp_path / "dev_split.tsv"
+    assert splits.main(["--data", str(data), "--out", str(out), "--holdout", "3"]) == 0
+    lines = [tuple(x.split("\t")) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert lines == splits.dev_pairs(data, 3) and len(lines) == 6
+    assert all(s != t for s, t in lines[:3]) and all(s == t for s, t in lines[3:])
+    assert {t for _, t in lines[:3]} == {t for _, t in lines[3:]}

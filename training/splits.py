@@ -64,3 +64,23 @@ def split_by_fold(pairs: list[Pair], fold_of: dict[str, int], folds: int) -> lis
     for i, (_, t) in enumerate(pairs):
         out[fold_of.get(t, 0)].append(i)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the dev split as ``source<TAB>target`` lines (for ``training.evaluate --data``)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Write the dev split (held-out sighan_train pairs + their targets).")
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
+    ap.add_argument("--out", type=Path, required=True, help="TSV to write, e.g. runs/dev_split.tsv")
+    ap.add_argument("--holdout", type=int, default=HOLDOUT)
+    args = ap.parse_args(argv)
+    pairs = dev_pairs(args.data, args.holdout)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    print(f"{len(pairs):,} pairs -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
