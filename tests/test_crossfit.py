@@ -113,3 +113,27 @@ def test_dev_split_file_is_the_held_out_pairs_then_their_targets(data: Path, tmp
     assert lines == splits.dev_pairs(data, 3) and len(lines) == 6
     assert all(s != t for s, t in lines[:3]) and all(s == t for s, t in lines[3:])
     assert {t for _, t in lines[:3]} == {t for _, t in lines[3:]}
+
+
+def test_folds_over_a_corrector_share_its_sessions(tiny_bundle, tiny_lm, data: Path, tmp_path: Path) -> None:
+    """training.ranker --fit-lm-folds moves its Corrector to each fold LM: the same decoding as Folds.load,
+    on the Corrector's own ONNX sessions."""
+    from corrector import Corrector
+
+    lm_folds = tmp_path / "folds"
+    lm_folds.mkdir()
+    for k in (0, 1):
+        (lm_folds / f"fold{k}").symlink_to(tiny_lm, target_is_directory=True)
+    fix = Corrector.load(tiny_bundle, device="cpu", threshold=0.0)
+    over = Folds.over(fix, lm_folds, data)
+    loaded = Folds.load(tiny_bundle, lm_folds, data, threshold=0.0)
+    assert all(f.networks is fix.networks and f.has_lm for f in over.fixes)
+    assert loaded.fixes[1].networks is loaded.fixes[0].networks
+    pairs = [(t, t) for t in ("我们第1天去公园", "他们第3年在北京", "我们第8天去公园")]
+
+    def decode(f: Corrector, ps: list[tuple[str, str]]) -> list[str]:
+        return [c.target for c in f.correct_batch([s for s, _ in ps])]
+
+    assert over.map(pairs, decode) == loaded.map(pairs, decode)
+    assert [ps for _, ps in over.groups(pairs)] == [ps for _, ps in loaded.groups(pairs)]
+    assert sum(len(ps) for _, ps in over.groups(pairs)) == 3 and len(over.groups(pairs)) == 2

@@ -33,11 +33,15 @@ class Folds:
     def load(cls, model: Path, lm_folds: Path, data: Path, device: Device = "cpu", **settings: Any) -> Folds:
         """One Corrector per fold LM in ``lm_folds``, all on one set of ONNX sessions; ``settings`` go to
         ``Corrector.load`` (precision, overrides)."""
-        dirs = sorted((d for d in lm_folds.glob("fold*") if d.is_dir()), key=lambda d: int(d.name[4:]))
-        if not dirs or [d.name for d in dirs] != [f"fold{k}" for k in range(len(dirs))]:
-            raise SystemExit(f"{lm_folds}: expected fold0 .. fold{{K-1}} LM folders (training.char_lm --fold-out)")
+        dirs = fold_dirs(lm_folds)
         first = Corrector.load(model, device=device, lm=dirs[0], **settings)
         return cls([first] + [first.with_lm(d) for d in dirs[1:]], text_folds(data, len(dirs)))
+
+    @classmethod
+    def over(cls, fix: Corrector, lm_folds: Path, data: Path) -> Folds:
+        """``fix`` moved to each fold LM in ``lm_folds`` (its ONNX sessions and settings shared)."""
+        dirs = fold_dirs(lm_folds)
+        return cls([fix.with_lm(d) for d in dirs], text_folds(data, len(dirs)))
 
     def set(self, **attrs: Any) -> None:
         """The same attribute (ranker, config) on every fold's Corrector."""
@@ -62,3 +66,11 @@ class Folds:
     def groups(self, pairs: Sequence[Pair]) -> list[tuple[Corrector, list[Pair]]]:
         """(Corrector, its pairs) per fold, for what is pooled rather than aligned (feature tables)."""
         return [(fix, [pairs[i] for i in idx]) for fix, idx in zip(self.fixes, self.parts(pairs)) if idx]
+
+
+def fold_dirs(lm_folds: Path) -> list[Path]:
+    """DIR/fold0 .. fold{K-1} of ``training.char_lm --fold-out DIR``, in order."""
+    dirs = sorted((d for d in lm_folds.glob("fold*") if d.is_dir()), key=lambda d: int(d.name[4:]))
+    if not dirs or [d.name for d in dirs] != [f"fold{k}" for k in range(len(dirs))]:
+        raise SystemExit(f"{lm_folds}: expected fold0 .. fold{{K-1}} LM folders (training.char_lm --fold-out)")
+    return dirs

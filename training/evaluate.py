@@ -122,8 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sweep", action="store_true", help="vary the threshold; plot precision-recall")
     ap.add_argument("--grid", nargs="*", default=[], metavar="KEY=V1,V2",
                     help="with --sweep: also search these settings (every combination)")
-    ap.add_argument("--thresholds", type=thresholds, default=SWEEP,
-                    metavar="T1,T2,...", help="with --sweep: the thresholds to try (default: %(default)s)")
+    ap.add_argument("--thresholds", type=thresholds, metavar="T1,T2,...",
+                    help=f"with --sweep: the thresholds to try (default: {','.join(map(str, SWEEP))})")
     ap.add_argument("--choose", type=Path, help="with --sweep: write the best threshold (+ --set) as JSON")
     ap.add_argument("--max-fpr", type=float, default=1.0, help="with --choose: only thresholds under this FPR")
     ap.add_argument("--report", type=Path, help="JSON report path (default: print only)")
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
                     "counted the training pairs' targets (--in-domain); needs --shared-data")
     ap.add_argument("--shared-data", type=Path, default=Path("../shared/data"), help="with --lm-folds: the folds' data")
     args = ap.parse_args(argv)
-    if args.thresholds != SWEEP and not args.sweep:
+    if args.thresholds is not None and not args.sweep:
         ap.error("--thresholds needs --sweep")
     if args.lm_folds and args.sweep:
         ap.error("--lm-folds decodes at the bundle's threshold; it does not combine with --sweep")
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
             variant = (Corrector.load(args.model, device=args.device, precision=args.precision, **{**settings, **combo})
                        if combo else fixer)
             t0 = time.perf_counter()
-            table = sweep(variant, pairs, list(args.thresholds))  # networks and features once, then each threshold
+            table = sweep(variant, pairs, list(args.thresholds or SWEEP))  # networks and features once, then each threshold
             rate = round(len(pairs) / (time.perf_counter() - t0), 1)
             for r in table:
                 r = {**r, "settings": combo, "sentences_per_s": rate}

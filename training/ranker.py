@@ -437,9 +437,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     fix = Corrector.load(a.model, device="cpu", threshold=1.0)
     if a.fit_lm_folds:  # rows and dev both cross-fitted
-        fit = dev_fix = Folds.load(a.model, a.fit_lm_folds, a.data, threshold=1.0)
+        fit = dev_fix = Folds.over(fix, a.fit_lm_folds, a.data)
     else:
-        fit = Folds([Corrector.load(a.model, device="cpu", threshold=1.0, lm=a.fit_lm) if a.fit_lm else fix])
+        fit = Folds([fix.with_lm(a.fit_lm) if a.fit_lm else fix])
         dev_fix = Folds([fix])
     everyone = Folds(list({id(f): f for f in [fix, *fit.fixes, *dev_fix.fixes]}.values()))  # each one once
     train = train_pairs(a.data, a.holdout)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from .make_csc_data import read_pairs
+from .make_csc_data import read_pairs, write_pairs
 
 SIGHAN_TRAIN = "csc/sighan_train.tsv"
 CSC_HARD_TRAIN = "csc/csc_hard_train.tsv"
@@ -76,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--holdout", type=int, default=HOLDOUT)
     args = ap.parse_args(argv)
     pairs = dev_pairs(args.data, args.holdout)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    write_pairs(args.out, pairs)
     print(f"{len(pairs):,} pairs -> {args.out}")
     return 0
 
