@@ -162,3 +162,18 @@ def test_finetune_init_provenance_from_a_run_or_a_bundle(tmp_path):
     assert init_provenance(run) == {"finetune": {"steps": 4}}
     assert init_provenance(bundle) == {"finetune": {"steps": 7}, "init": "step_3"}
     assert init_provenance(bare) == {}
+
+
+def test_precision_autocasts_matmuls_only_when_bf16():
+    a, b = torch.randn(4, 8), torch.randn(8, 3)
+    fp32 = loop.setup_runtime("cpu", precision="fp32")
+    with fp32.autocast():
+        assert (a @ b).dtype == torch.float32
+    bf16 = loop.setup_runtime("cpu", precision="bf16")
+    assert bf16.precision == "bf16" and fp32.precision == "fp32"
+    with bf16.autocast():
+        assert (a @ b).dtype == torch.bfloat16
+        assert torch.nn.functional.cross_entropy(a, torch.tensor([0, 1, 2, 3])).dtype == torch.float32
+    assert loop.setup_runtime("cpu").bf16 == loop.cpu_has_bf16()  # auto: native bf16 or not
+    with pytest.raises(ValueError, match="precision"):
+        loop.setup_runtime("cpu", precision="fp16")

@@ -170,7 +170,7 @@ RESUME_MUTABLE = ("max_steps", "lr", "warmup_steps", "log_every", "eval_every", 
 def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None = None) -> dict:
     """Fine-tune into args.out (resuming from out/ckpt.pt). ``given``: the config fields set on the command
     line (None = all of them), which a resumed run must not silently override."""
-    rt = loop.setup_runtime(args.device, args.threads)
+    rt = loop.setup_runtime(args.device, args.threads, args.precision)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "ckpt.pt"
@@ -260,7 +260,7 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
                      "dev_file": str(args.dev), "best_dev_cor_f1_proxy": round(best, 4),
                      "kept": "the best step on the dev proxy" if args.keep == "best" else "the last step",
                      "elapsed_s": result.elapsed_s},
-        "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device}",
+        "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device}, {rt.precision}",
     }
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
     summary = {"step": result.step, "best_dev_cor_f1_proxy": best, "finished": result.finished}
@@ -283,8 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--stop-after", type=int, default=0,
                     help="stop (and checkpoint) after this many steps in this invocation; resume later")
     ap.add_argument("--max-minutes", type=float, default=0)
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    ap.add_argument("--threads", type=int, default=0)
+    loop.add_runtime_args(ap)
     ap.add_argument("--keep", choices=["best", "last"], default="best",
                     help="the pair written to --out: the best step on the dev proxy (best/ keeps it either way), or "
                          "the last step (the proxy, a thresholded top-1 decoder, is noisy next to the full pipeline)")

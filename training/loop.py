@@ -29,6 +29,11 @@ class Runtime:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    bf16: bool = False  # autocast matmuls to bfloat16 (weights, optimizer state and losses stay fp32)
+
+    @property
+    def precision(self) -> str:
+        return "bf16" if self.bf16 else "fp32"
 
     @property
     def is_main(self) -> bool:
@@ -39,12 +44,27 @@ class Runtime:
         return self.world_size > 1
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        if self.device.type == "cuda":
-            return torch.autocast("cuda", dtype=torch.bfloat16)
+        if self.bf16:
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
 
-def setup_runtime(device: str = "auto", threads: int = 0) -> Runtime:
+def add_runtime_args(ap: argparse.ArgumentParser) -> None:
+    """--device, --threads and --precision, as pretraining and fine-tuning take them."""
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
+                    help="bf16 autocasts the matmuls (weights and optimizer stay fp32); auto: bf16 on CUDA and on "
+                         "CPUs with native bf16 (AVX512-BF16/AMX: about 1.3x the tokens/s of fp32 on 2 Zen 4 cores), "
+                         "fp32 elsewhere")
+
+
+def cpu_has_bf16() -> bool:
+    """The CPU multiplies bfloat16 natively (oneDNN sees AVX512-BF16 or AMX); without it bf16 is emulated, slower."""
+    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def setup_runtime(device: str = "auto", threads: int = 0, precision: str = "auto") -> Runtime:
     """One process, or one rank of a ``torchrun`` job (gloo on CPU, nccl on CUDA)."""
     if threads:
         torch.set_num_threads(threads)
@@ -60,7 +80,10 @@ def setup_runtime(device: str = "auto", threads: int = 0) -> Runtime:
         torch.backends.cuda.matmul.allow_tf32 = True
     else:
         dev = torch.device("cpu")
-    return Runtime(dev, rank, world, local)
+    if precision not in ("auto", "fp32", "bf16"):
+        raise ValueError(f"precision {precision!r}: auto, fp32 or bf16")
+    bf16 = precision == "bf16" or (precision == "auto" and (dev.type == "cuda" or cpu_has_bf16()))
+    return Runtime(dev, rank, world, local, bf16)
 
 
 def teardown(rt: Runtime) -> None:

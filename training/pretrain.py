@@ -232,11 +232,11 @@ def fork(source: Path, out: Path) -> bool:
 
 def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, device: str = "auto",
           threads: int = 0, confusions_path: Path | None = None, compile_model: bool = False,
-          stop_after: int = 0, given: set[str] | None = None, forking: bool = False) -> dict:
+          stop_after: int = 0, given: set[str] | None = None, forking: bool = False, precision: str = "auto") -> dict:
     """Pretrain into ``out`` (resuming from out/ckpt.pt). ``given``: the config fields set on the command
     line (None = all of them), which a resumed run must not silently override. ``forking``: the first
     invocation of an A/B arm, which may also change the recipe flags of ``FORK_MUTABLE``."""
-    rt = loop.setup_runtime(device, threads)
+    rt = loop.setup_runtime(device, threads, precision)
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "ckpt.pt"
     resume = loop.load_checkpoint(ckpt_path) if ckpt_path.exists() else None
@@ -282,7 +282,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
               f" on {rt.device}")
         (out / "config.json").write_text(json.dumps(
             {"model_config": model_cfg.to_dict(), "train_config": asdict(cfg)}, indent=2), encoding="utf-8")
-    hardware = f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads)"
+    hardware = f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads, {rt.precision})"
     ledger = loop.Ledger(out / "ledger.json", step=step, tokens=tokens_seen, hardware=hardware) if rt.is_main else None
     fork_record = out / FORK_FILE
     forked = {"forked_from": json.loads(fork_record.read_text(encoding="utf-8"))} if fork_record.exists() else {}
@@ -386,8 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--stop-after", type=int, default=0,
                     help="stop (and checkpoint) after this many steps in this invocation; resume later")
     ap.add_argument("--max-minutes", type=float, default=0, help="stop (and checkpoint) after this long; 0 = no limit")
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    loop.add_runtime_args(ap)
     ap.add_argument("--confusions", type=Path, default=None,
                     help="confusion table .npy from training.similarity (needed for --confusion-rate > 0)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (helps on CUDA)")
@@ -413,7 +412,7 @@ def main(argv: list[str] | None = None) -> None:
     given = loop.given_flags(build_parser(), argv) & {f.name for f in fields(PretrainConfig)}
     forking = fork(args.fork_from, args.out) if args.fork_from else False
     train(cfg, args.data, args.out, args.max_minutes, args.device, args.threads, args.confusions, args.compile,
-          args.stop_after, given, forking)
+          args.stop_after, given, forking, args.precision)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+"""Pretraining tokens/s of one model shape in fp32 and bf16 autocast, eager and torch.compile'd.
+
+    python benchmarks/train_step.py [--config cpu-g4] [--threads 2] [--steps 30]
+        [--precision fp32 bf16] [--compile 0 1]
+
+Each variant runs in its own process (torch.compile and oneDNN caches stay apart): a fresh model of the shape,
+full RTD steps (generator, sampling, discriminator, backward, clipping, AdamW) on batches of random ids, 5
+warm-up steps (plus compiling) untimed, then ``--steps`` timed. Pause other jobs on the machine first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one(config: str, threads: int, precision: str, compiled: bool, steps: int, batch: int, seq_len: int) -> None:
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from training import loop
+    from training.modeling import get_config
+    from training.pretrain import ElectraPretrainer, PretrainConfig, make_masks
+
+    rt = loop.setup_runtime("cpu", threads, precision)
+    cfg = PretrainConfig(config=config, seq_len=seq_len, batch_size=batch)
+    torch.manual_seed(0)
+    model = ElectraPretrainer(get_config(config), cfg.rtd_weight)
+    opt = loop.make_optimizer(model, cfg.lr, cfg.weight_decay, rt.device)
+    fwd = torch.compile(model) if compiled else model
+    rng = np.random.default_rng(0)
+    vocab = model.disc.config.vocab_size
+
+    def step() -> None:
+        ids = rng.integers(100, min(8000, vocab), size=(batch, seq_len)).astype(np.int64)
+        t = [torch.as_tensor(a) for a in (ids, *make_masks(ids, rng, cfg))]
+        with rt.autocast():
+            out = fwd(*t)
+        out["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(5):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    rate = steps * batch * seq_len / (time.perf_counter() - t0)
+    print(f"{config:8s} {precision:5s} {'compiled' if compiled else 'eager':9s} {threads} threads: "
+          f"{rate:,.0f} tokens/s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="cpu-g4")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--seq-len", type=int, default=64)
+    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    ap.add_argument("--compile", nargs="+", type=int, default=[0, 1], choices=[0, 1])
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a single variant, in this process
+    a = ap.parse_args(argv)
+    if a.one:
+        one(a.config, a.threads, a.precision[0], bool(a.compile[0]), a.steps, a.batch_size, a.seq_len)
+        return
+    for compiled in a.compile:
+        for precision in a.precision:
+            subprocess.run([sys.executable, __file__, "--one", "--config", a.config, "--threads", str(a.threads),
+                            "--steps", str(a.steps), "--batch-size", str(a.batch_size), "--seq-len", str(a.seq_len),
+                            "--precision", precision, "--compile", str(compiled)], check=True)
+
+
+if __name__ == "__main__":
+    main()
