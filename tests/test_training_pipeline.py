@@ -271,7 +271,8 @@ def test_every_command_has_help(module):
 
 def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared, tmp_path):
     """--keep last: out/discriminator and out/generator are the final weights (as in ckpt.pt), out/best the
-    best step on the dev proxy; the provenance says which was kept."""
+    best step on the dev proxy; the provenance says which was kept. --snapshot-every keeps the pair at those
+    steps, each with its own provenance."""
     from safetensors.torch import load_file
 
     from training import loop
@@ -281,7 +282,8 @@ def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared
     out = tmp_path / "ft"
     run("-m", "training.finetune", "--from-scratch", "debug", "--vocab", str(prepared / "data" / "vocab.txt"),
         "--train", str(tmp_path / "pairs.tsv"), "--dev", str(tmp_path / "pairs.tsv"), "--out", str(out),
-        "--max-steps", "5", "--batch-size", "4", "--eval-every", "2", "--lr", "1e-2", "--keep", "last")
+        "--max-steps", "5", "--batch-size", "4", "--eval-every", "2", "--lr", "1e-2", "--keep", "last",
+        "--snapshot-every", "2")
     final = loop.load_checkpoint(out / "ckpt.pt")
     assert final["step"] == 5
     disc = load_file(out / "discriminator" / "model.safetensors")
@@ -295,6 +297,11 @@ def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared
     assert all(torch.equal(best[k], disc[k]) for k in disc) == (best_step == 5)
     prov = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
     assert prov["finetune"]["kept"] == "the last step" and prov["finetune"]["steps"] == 5
+    assert sorted(p.name for p in (out / "snapshots").iterdir()) == ["step000002", "step000004"]
+    snap = json.loads((out / "snapshots" / "step000004" / "provenance.json").read_text(encoding="utf-8"))
+    assert snap["finetune"]["steps"] == 4 and (out / "snapshots" / "step000004" / "generator" / "vocab.txt").is_file()
+    assert not all(torch.equal(load_file(out / "snapshots" / "step000002" / "discriminator" / "model.safetensors")[k],
+                               disc[k]) for k in disc)
 
 
 def test_evaluate_sweeps_the_thresholds_asked_for(forced_bundle, tmp_path):

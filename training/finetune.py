@@ -48,6 +48,7 @@ class FinetuneConfig:
     log_every: int = 20
     eval_every: int = 300
     ckpt_every: int = 100
+    snapshot_every: int = 0  # keep the pair (with its provenance) every this many steps in snapshots/; 0 = none
 
 
 class CscModel(nn.Module):
@@ -164,7 +165,7 @@ def load_init(init: Path | None, scratch: str | None) -> tuple[ElectraForMaskedL
 
 
 # may differ from the checkpoint's on resume (applied and logged); every other setting is fixed for the run
-RESUME_MUTABLE = ("max_steps", "lr", "warmup_steps", "log_every", "eval_every", "ckpt_every")
+RESUME_MUTABLE = ("max_steps", "lr", "warmup_steps", "log_every", "eval_every", "ckpt_every", "snapshot_every")
 
 
 def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None = None) -> dict:
@@ -231,6 +232,14 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
             loop.save_pair(model.gen, model.disc, out / "best", vocab_path)
         print(f"step {step}: " + " ".join(f"{k}={v:.3f}" for k, v in m.items()) + f" (best {best:.3f})", flush=True)
 
+    def provenance(step: int, elapsed_s: float, kept: str) -> dict:
+        return {**init_info,
+                "finetune": {"steps": step, "train_file": str(args.train), "train_pairs": len(train_data),
+                             "dev_file": str(args.dev), "best_dev_cor_f1_proxy": round(best, 4), "kept": kept,
+                             "elapsed_s": elapsed_s},
+                "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+                            f"{rt.device}, {rt.precision}"}
+
     def plot() -> None:
         log.plot(out / "finetune.png", [("loss", ["cor", "det"]), ("dev", ["dev_det_f1", "dev_cor_f1", "cor_acc_err"])])
 
@@ -239,6 +248,11 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
             log.write(step=step, lr=lr, **stats)
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
             evaluate_and_keep_best(step)
+        if cfg.snapshot_every and step % cfg.snapshot_every == 0:  # for dev F1 against steps with the full decoder
+            snap = out / "snapshots" / f"step{step:06d}"
+            loop.save_pair(model.gen, model.disc, snap, vocab_path)
+            (snap / "provenance.json").write_text(json.dumps(
+                provenance(step, round(runner.elapsed_s), "this step"), indent=2, ensure_ascii=False), encoding="utf-8")
         if step % cfg.ckpt_every == 0:
             plot()
 
@@ -254,15 +268,9 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
     else:
         for sub in ("discriminator", "generator"):
             shutil.copytree(out / "best" / sub, out / sub)
-    provenance = {
-        **init_info,
-        "finetune": {"steps": result.step, "train_file": str(args.train), "train_pairs": len(train_data),
-                     "dev_file": str(args.dev), "best_dev_cor_f1_proxy": round(best, 4),
-                     "kept": "the best step on the dev proxy" if args.keep == "best" else "the last step",
-                     "elapsed_s": result.elapsed_s},
-        "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device}, {rt.precision}",
-    }
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
+    kept = "the best step on the dev proxy" if args.keep == "best" else "the last step"
+    (out / "provenance.json").write_text(json.dumps(provenance(result.step, result.elapsed_s, kept), indent=2,
+                                                    ensure_ascii=False), encoding="utf-8")
     summary = {"step": result.step, "best_dev_cor_f1_proxy": best, "finished": result.finished}
     print(json.dumps(summary))
     return summary
