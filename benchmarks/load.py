@@ -218,7 +218,7 @@ def started_server(model: Path | None, extra: list[str], log: Path) -> Iterator[
 
 def build_tiny(out_dir: Path) -> Path:
     sys.path.insert(0, str(REPO / "tests"))
-    from conftest import build_tiny_bundle  # the tests' random bundle; needs the 'train' extra
+    from conftest import build_tiny_bundle  # type: ignore[import-not-found]  # the tests' random bundle ('train' extra)
 
     return build_tiny_bundle(out_dir / "tiny")
 

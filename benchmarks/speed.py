@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.bundle import PRECISIONS
+from corrector.bundle import PRECISIONS, Precision
+from corrector.runtime import Device
 
 
 def read_sources(path: Path, limit: int) -> list[str]:
@@ -32,8 +33,8 @@ def percentiles(xs: list[float]) -> str:
     return " ".join(f"p{q}={np.percentile(ms, q):.1f}ms" for q in (50, 90, 99))
 
 
-def bench_onnx(model: Path | None, texts: list[str], device: str, threads: int, batch: int,
-               precision: str = "auto", use_lm: bool = True, rounds: int = 1) -> dict:
+def bench_onnx(model: Path | None, texts: list[str], device: Device, threads: int, batch: int,
+               precision: Precision = "auto", use_lm: bool = True, rounds: int = 1) -> dict:
     from corrector import Corrector
 
     fix = Corrector.load(model, device=device, threads=threads, batch_size=batch, precision=precision, use_lm=use_lm)
@@ -59,7 +60,7 @@ def bench_onnx(model: Path | None, texts: list[str], device: str, threads: int, 
 
 def bench_torch(model: Path, texts: list[str], threads: int) -> dict:
     import torch
-    from transformers import BertTokenizerFast, ElectraForMaskedLM, ElectraForPreTraining
+    from transformers import BertTokenizerFast, ElectraForMaskedLM, ElectraForPreTraining  # type: ignore[attr-defined]
 
     torch.set_num_threads(threads)
     tok = BertTokenizerFast(str(model / "discriminator" / "vocab.txt"))

@@ -4,8 +4,9 @@
         [--precision fp32 bf16] [--compile 0 1]
 
 Each variant runs in its own process (torch.compile and oneDNN caches stay apart): a fresh model of the shape,
-full RTD steps (generator, sampling, discriminator, backward, clipping, AdamW) on batches of random ids, 5
-warm-up steps (plus compiling) untimed, then ``--steps`` timed. Pause other jobs on the machine first.
+then the training loop's own step (``training.loop.StepRunner.train_step``: generator, sampling, discriminator,
+backward, clipping, AdamW) on batches of random ids, 5 warm-up steps (plus compiling) untimed, then ``--steps``
+timed. Pause other jobs on the machine first.
 """
 
 from __future__ import annotations
@@ -36,22 +37,20 @@ def one(config: str, threads: int, precision: str, compiled: bool, steps: int, b
     fwd = torch.compile(model) if compiled else model
     rng = np.random.default_rng(0)
     vocab = model.disc.config.vocab_size
+    runner = loop.StepRunner(model, opt, lr=cfg.lr, warmup_steps=cfg.warmup_steps, max_steps=10**9,
+                             ckpt_path=Path("unused.pt"), ckpt_every=10**9, state=dict)  # train_step never saves
 
-    def step() -> None:
+    def micro_step() -> dict[str, torch.Tensor]:
         ids = rng.integers(100, min(8000, vocab), size=(batch, seq_len)).astype(np.int64)
         t = [torch.as_tensor(a) for a in (ids, *make_masks(ids, rng, cfg))]
         with rt.autocast():
-            out = fwd(*t)
-        out["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+            return fwd(*t)
 
     for _ in range(5):
-        step()
+        runner.train_step(micro_step)
     t0 = time.perf_counter()
     for _ in range(steps):
-        step()
+        runner.train_step(micro_step)
     rate = steps * batch * seq_len / (time.perf_counter() - t0)
     print(f"{config:8s} {precision:5s} {'compiled' if compiled else 'eager':9s} {threads} threads: "
           f"{rate:,.0f} tokens/s", flush=True)

@@ -135,5 +135,5 @@ def test_folds_over_a_corrector_share_its_sessions(tiny_bundle, tiny_lm, data: P
         return [c.target for c in f.correct_batch([s for s, _ in ps])]
 
     assert over.map(pairs, decode) == loaded.map(pairs, decode)
-    assert [ps for _, ps in over.groups(pairs)] == [ps for _, ps in loaded.groups(pairs)]
-    assert sum(len(ps) for _, ps in over.groups(pairs)) == 3 and len(over.groups(pairs)) == 2
+    assert [f.evidence.lm.path for f in over.fixes] == [lm_folds / "fold0", lm_folds / "fold1"]
+    assert [f.evidence.lm.path for f in loaded.fixes] == [lm_folds / "fold0", lm_folds / "fold1"]

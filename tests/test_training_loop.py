@@ -172,8 +172,9 @@ def test_precision_autocasts_matmuls_only_when_bf16():
     bf16 = loop.setup_runtime("cpu", precision="bf16")
     assert bf16.precision == "bf16" and fp32.precision == "fp32"
     with bf16.autocast():
-        assert (a @ b).dtype == torch.bfloat16
-        assert torch.nn.functional.cross_entropy(a, torch.tensor([0, 1, 2, 3])).dtype == torch.float32
+        logits = a @ b
+        assert logits.dtype == torch.bfloat16  # the matmul in bf16, the loss on it in fp32
+        assert torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2, 0])).dtype == torch.float32
     assert loop.setup_runtime("cpu").bf16 == loop.cpu_has_bf16()  # auto: native bf16 or not
     with pytest.raises(ValueError, match="precision"):
         loop.setup_runtime("cpu", precision="fp16")

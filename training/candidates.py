@@ -53,7 +53,7 @@ def _edit1(a: str, b: str) -> bool:
 
 
 def _related_initials() -> set[tuple[str, str]]:
-    out = set()
+    out: set[tuple[str, str]] = set()
     for g in INITIAL_GROUPS:
         members = g.split()
         out.update((a, b) for a in members for b in members if a != b)
@@ -250,9 +250,9 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         variants=np.array(sorted(a + b for a, b in variants if (a, b) not in confusions)),
     )
     bigrams = bigram_arrays(pairs)
-    np.savez_compressed(out / BIGRAMS_NPZ, **bigrams)
+    np.savez_compressed(out / BIGRAMS_NPZ, **bigrams)  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
     words = word_arrays(pairs)
-    np.savez_compressed(out / WORDS_NPZ, **words)
+    np.savez_compressed(out / WORDS_NPZ, **words)  # type: ignore[arg-type]
     meta = {
         "pool_size": len(pool), "sources": len(sources), "pairs": len(cands),
         "min_pinyin": min_pinyin, "min_shape": min_shape, "tone_factor": TONE_FACTOR,
@@ -285,7 +285,7 @@ def script_variants(chars: list[str]) -> set[tuple[str, str]]:
             if len(s) == 1:
                 base.setdefault(s, set()).add(c)
         base.setdefault(c, set()).add(c)
-    out = set()
+    out: set[tuple[str, str]] = set()
     for group in base.values():
         members = [c for c in group if c in pool]
         out.update((a, b) for a in members for b in members if a != b)

@@ -107,10 +107,10 @@ def dev_metrics(model: CscModel, dev: EncodedPairs, rt: loop.Runtime, threshold:
         src, tgt, editable = collate(dev, by_length[s : s + batch_size])
         src_t, tgt_t, ed_t = (torch.as_tensor(a, device=rt.device) for a in (src, tgt, editable))
         attn = (src_t != 0).long()
-        with rt.autocast():
-            p = torch.sigmoid(model.disc(input_ids=src_t, attention_mask=attn).logits.float())
-            h = model.gen.electra(input_ids=src_t, attention_mask=attn).last_hidden_state
-            top1 = generator_head(model.gen, h).argmax(-1)
+        # fp32 at any --precision, so that the dev proxy that picks out/best does not depend on it
+        p = torch.sigmoid(model.disc(input_ids=src_t, attention_mask=attn).logits.float())
+        h = model.gen.electra(input_ids=src_t, attention_mask=attn).last_hidden_state
+        top1 = generator_head(model.gen, h).argmax(-1)
         flag = (p > threshold) & ed_t & (top1 != src_t)
         wrong = (src_t != tgt_t) & ed_t
         tp_d += int((flag & wrong).sum())
@@ -249,10 +249,8 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
             evaluate_and_keep_best(step)
         if cfg.snapshot_every and step % cfg.snapshot_every == 0:  # for dev F1 against steps with the full decoder
-            snap = out / "snapshots" / f"step{step:06d}"
-            loop.save_pair(model.gen, model.disc, snap, vocab_path)
-            (snap / "provenance.json").write_text(json.dumps(
-                provenance(step, round(runner.elapsed_s), "this step"), indent=2, ensure_ascii=False), encoding="utf-8")
+            loop.save_snapshot(model.gen, model.disc, out / "snapshots" / f"step{step:06d}", vocab_path,
+                               provenance(step, round(runner.elapsed_s), "this step"))
         if step % cfg.ckpt_every == 0:
             plot()
 

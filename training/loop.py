@@ -54,9 +54,10 @@ def add_runtime_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
     ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
-                    help="bf16 autocasts the matmuls (weights and optimizer stay fp32); auto: bf16 on CUDA and on "
-                         "CPUs with native bf16 (AVX512-BF16/AMX: about 1.3x the tokens/s of fp32 on 2 Zen 4 cores), "
-                         "fp32 elsewhere")
+                    help="training arithmetic (not the ONNX graphs of training.evaluate): bf16 autocasts the "
+                         "matmuls of the training steps (weights, optimizer state, losses and held-out evaluations "
+                         "stay fp32); auto: bf16 where the GPU or CPU multiplies bf16 natively (AVX512-BF16/AMX: "
+                         "about 1.3x the tokens/s of fp32 on 2 Zen 4 cores), fp32 elsewhere")
 
 
 def cpu_has_bf16() -> bool:
@@ -66,6 +67,8 @@ def cpu_has_bf16() -> bool:
 
 def setup_runtime(device: str = "auto", threads: int = 0, precision: str = "auto") -> Runtime:
     """One process, or one rank of a ``torchrun`` job (gloo on CPU, nccl on CUDA)."""
+    if precision not in ("auto", "fp32", "bf16"):
+        raise ValueError(f"precision {precision!r}: auto, fp32 or bf16")
     if threads:
         torch.set_num_threads(threads)
     want_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
@@ -80,9 +83,8 @@ def setup_runtime(device: str = "auto", threads: int = 0, precision: str = "auto
         torch.backends.cuda.matmul.allow_tf32 = True
     else:
         dev = torch.device("cpu")
-    if precision not in ("auto", "fp32", "bf16"):
-        raise ValueError(f"precision {precision!r}: auto, fp32 or bf16")
-    bf16 = precision == "bf16" or (precision == "auto" and (dev.type == "cuda" or cpu_has_bf16()))
+    native = torch.cuda.is_bf16_supported() if dev.type == "cuda" else cpu_has_bf16()
+    bf16 = precision == "bf16" or (precision == "auto" and native)
     return Runtime(dev, rank, world, local, bf16)
 
 
@@ -124,6 +126,13 @@ def save_checkpoint(path: Path, **state) -> None:
 
 def load_checkpoint(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def save_snapshot(gen: torch.nn.Module, disc: torch.nn.Module, out: Path, vocab: Path, provenance: dict) -> None:
+    """The pair as ``save_pair`` writes it, with its ``provenance.json``: a folder training.export --run and
+    training.finetune --init read like a finished run's."""
+    save_pair(gen, disc, out, vocab)
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
 def save_pair(gen: torch.nn.Module, disc: torch.nn.Module, out: Path, vocab: Path) -> None:
@@ -281,7 +290,7 @@ class Ledger:
     def __init__(self, path: Path, *, step: int, tokens: int, hardware: str):
         self.path = path
         self.t0 = time.time()
-        self.row = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.t0)), "hardware": hardware,
+        self.row: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.t0)), "hardware": hardware,
                     "step_from": step, "tokens_from": tokens}
         self.rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
         self.rows.append(self.row)

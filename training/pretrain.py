@@ -18,6 +18,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -71,6 +72,8 @@ class PretrainConfig:
 
 class ElectraPretrainer(nn.Module):
     """Generator + discriminator with shared embeddings; ``forward`` is one RTD step."""
+
+    confusions: torch.Tensor  # (vocab, K) neighbour ids, -1 = none; empty when no confusion corruptions
 
     def __init__(self, cfg: ModelConfig, rtd_weight: float, confusions: torch.Tensor | None = None):
         super().__init__()
@@ -139,7 +142,8 @@ def init_rtd_prior_bias(disc: torch.nn.Module, replaced_share: float) -> None:
     100 warmup steps, held-out at step 50): top-layer spread 0.011 / 0.000 at lr 1e-3 / 3e-3 from a zero
     bias, 0.60 / 0.55 from this one; RTD AUC 0.86 / 0.53 against 0.93 / 0.85."""
     p = min(max(replaced_share, 1e-4), 1 - 1e-4)
-    disc.discriminator_predictions.dense_prediction.bias.fill_(float(np.log(p / (1 - p))))
+    head = cast(nn.Linear, cast(nn.Module, disc.discriminator_predictions).dense_prediction)
+    head.bias.fill_(float(np.log(p / (1 - p))))
 
 
 def sample_from_logits(logits: torch.Tensor) -> torch.Tensor:
@@ -179,8 +183,7 @@ def evaluate(model: ElectraPretrainer, val: TokenWindows, cfg: PretrainConfig, r
         ids = val.batch(rng, cfg.batch_size)
         masked, show, conf = make_masks(ids, rng, cfg)
         t = [torch.as_tensor(a, device=rt.device) for a in (ids, masked, show, conf)]
-        with rt.autocast():
-            out = model(*t, details=True)
+        out = model(*t, details=True)  # fp32 at any --precision: held-out figures compare across sessions
         scores.append(out.pop("scores").cpu())
         labels.append(out.pop("labels").cpu())
         hidden.append(out.pop("hidden")[:, :: max(1, batches)].cpu())  # a spread sample of tokens per batch
@@ -279,7 +282,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         n_gen = count_params(model.gen) - count_params(model.gen.electra.embeddings)
         print(f"discriminator {count_params(model.disc) / 1e6:.2f}M params, generator (own) {n_gen / 1e6:.2f}M;"
               f" step {step}/{cfg.max_steps}, {tokens_seen / 1e6:.2f}M tokens seen, {rt.world_size} process(es)"
-              f" on {rt.device}")
+              f" on {rt.device}, {rt.precision}")
         (out / "config.json").write_text(json.dumps(
             {"model_config": model_cfg.to_dict(), "train_config": asdict(cfg)}, indent=2), encoding="utf-8")
     hardware = f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads, {rt.precision})"
@@ -349,9 +352,8 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
             runner.checkpoint()
             if rt.is_main:
                 snap = out / "snapshots" / f"tok{mark / 1e6:06.1f}M"
-                loop.save_pair(model.gen, model.disc, snap, data / "vocab.txt")
-                (snap / "provenance.json").write_text(json.dumps(
-                    provenance(step, False, runner.elapsed_s), indent=2, ensure_ascii=False), encoding="utf-8")
+                loop.save_snapshot(model.gen, model.disc, snap, data / "vocab.txt",
+                                   provenance(step, False, runner.elapsed_s))
                 shutil.copyfile(ckpt_path, snap / "ckpt.pt")  # a fork point for A/B arms
         if step % cfg.ckpt_every == 0:
             plot()

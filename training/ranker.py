@@ -21,6 +21,7 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -236,7 +237,9 @@ def shortlist_recall(t: Table, weights: dict[str, float], sizes: list[int]) -> d
     """Share of erroneous sites whose gold is among the ``size`` best candidates by the cheap score."""
     err = t.erroneous
     cand = t.X[:, COL["keep"]] == 0
-    score = sum(weights.get(f, 0.0) * t.X[:, COL[f]] for f in CHEAP)
+    score = np.zeros(len(t.X))
+    for f in CHEAP:
+        score += weights.get(f, 0.0) * t.X[:, COL[f]]
     gold_score = np.full(len(err), -np.inf)
     gold_rows = np.flatnonzero(t.label & cand)
     gold_score[t.site[gold_rows]] = score[gold_rows]
@@ -350,7 +353,7 @@ def reliability(fix: Corrector | Folds, pairs: list[tuple[str, str]], png: Path 
     """Applied edits on the pairs at threshold 0.05, bucketed by confidence: mean confidence vs share correct."""
     c, y = dev_edits(fix, pairs)
     edges = np.linspace(0, 1, bins + 1)
-    table = []
+    table: list[dict[str, Any]] = []
     for lo, hi in zip(edges[:-1], edges[1:]):
         m = (c > lo) & (c <= hi)
         if m.sum():

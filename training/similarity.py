@@ -375,7 +375,7 @@ def shape_neighbours(
     """For each character, its best-scoring pool characters (self excluded, score >= p.min_score)."""
     d_rows, d_cols, d_vals = decomposition
     self_col = pool_positions(len(chars), pool)
-    pool_feats = glyphs.feats[pool].T.copy() if glyphs is not None else None
+    pool_feats = glyphs.feats[pool].T.copy() if glyphs is not None else np.zeros((0, 0), dtype=np.float32)
     out: list[list[tuple[str, float]]] = []
     for r0 in range(0, len(chars), p.block):
         r1 = min(r0 + p.block, len(chars))
