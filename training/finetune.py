@@ -249,8 +249,8 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
             evaluate_and_keep_best(step)
         if cfg.snapshot_every and step % cfg.snapshot_every == 0:  # for dev F1 against steps with the full decoder
-            loop.save_snapshot(model.gen, model.disc, out / "snapshots" / f"step{step:06d}", vocab_path,
-                               provenance(step, round(runner.elapsed_s), "this step"))
+            loop.save_pair(model.gen, model.disc, out / "snapshots" / f"step{step:06d}", vocab_path,
+                           provenance(step, round(runner.elapsed_s), "this step"))
         if step % cfg.ckpt_every == 0:
             plot()
 
@@ -267,8 +267,7 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
         for sub in ("discriminator", "generator"):
             shutil.copytree(out / "best" / sub, out / sub)
     kept = "the best step on the dev proxy" if args.keep == "best" else "the last step"
-    (out / "provenance.json").write_text(json.dumps(provenance(result.step, result.elapsed_s, kept), indent=2,
-                                                    ensure_ascii=False), encoding="utf-8")
+    loop.write_provenance(out, provenance(result.step, result.elapsed_s, kept))
     summary = {"step": result.step, "best_dev_cor_f1_proxy": best, "finished": result.finished}
     print(json.dumps(summary))
     return summary

@@ -49,11 +49,14 @@ class Runtime:
         return contextlib.nullcontext()
 
 
+PRECISIONS = ("auto", "fp32", "bf16")  # the training arithmetic (setup_runtime)
+
+
 def add_runtime_args(ap: argparse.ArgumentParser) -> None:
     """--device, --threads and --precision, as pretraining and fine-tuning take them."""
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
-    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
+    ap.add_argument("--precision", default="auto", choices=PRECISIONS,
                     help="training arithmetic (not the ONNX graphs of training.evaluate): bf16 autocasts the "
                          "matmuls of the training steps (weights, optimizer state, losses and held-out evaluations "
                          "stay fp32); auto: bf16 where the GPU or CPU multiplies bf16 natively (AVX512-BF16/AMX: "
@@ -67,8 +70,8 @@ def cpu_has_bf16() -> bool:
 
 def setup_runtime(device: str = "auto", threads: int = 0, precision: str = "auto") -> Runtime:
     """One process, or one rank of a ``torchrun`` job (gloo on CPU, nccl on CUDA)."""
-    if precision not in ("auto", "fp32", "bf16"):
-        raise ValueError(f"precision {precision!r}: auto, fp32 or bf16")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r}: one of {', '.join(PRECISIONS)}")
     if threads:
         torch.set_num_threads(threads)
     want_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
@@ -128,19 +131,21 @@ def load_checkpoint(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
-def save_snapshot(gen: torch.nn.Module, disc: torch.nn.Module, out: Path, vocab: Path, provenance: dict) -> None:
-    """The pair as ``save_pair`` writes it, with its ``provenance.json``: a folder training.export --run and
-    training.finetune --init read like a finished run's."""
-    save_pair(gen, disc, out, vocab)
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
-
-
-def save_pair(gen: torch.nn.Module, disc: torch.nn.Module, out: Path, vocab: Path) -> None:
+def save_pair(gen: torch.nn.Module, disc: torch.nn.Module, out: Path, vocab: Path,
+              provenance: dict | None = None) -> None:
     """Discriminator and generator as two ordinary Hugging Face directories, each with its vocab.txt:
-    the layout training.export and training.finetune --init read."""
+    the layout training.export and training.finetune --init read; with ``provenance``, also how the pair was
+    trained (``write_provenance``)."""
     for sub, m in (("discriminator", disc), ("generator", gen)):
         m.save_pretrained(out / sub)  # type: ignore[operator]
         shutil.copyfile(vocab, out / sub / "vocab.txt")
+    if provenance is not None:
+        write_provenance(out, provenance)
+
+
+def write_provenance(out: Path, provenance: dict) -> None:
+    """out/provenance.json, which training.export --run and training.finetune --init read with the pair."""
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
 def given_flags(parser: argparse.ArgumentParser, argv: list[str] | None) -> set[str]:
@@ -290,8 +295,8 @@ class Ledger:
     def __init__(self, path: Path, *, step: int, tokens: int, hardware: str):
         self.path = path
         self.t0 = time.time()
-        self.row: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.t0)), "hardware": hardware,
-                    "step_from": step, "tokens_from": tokens}
+        self.row: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.t0)),
+                                    "hardware": hardware, "step_from": step, "tokens_from": tokens}
         self.rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
         self.rows.append(self.row)
 

@@ -352,8 +352,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
             runner.checkpoint()
             if rt.is_main:
                 snap = out / "snapshots" / f"tok{mark / 1e6:06.1f}M"
-                loop.save_snapshot(model.gen, model.disc, snap, data / "vocab.txt",
-                                   provenance(step, False, runner.elapsed_s))
+                loop.save_pair(model.gen, model.disc, snap, data / "vocab.txt", provenance(step, False, runner.elapsed_s))
                 shutil.copyfile(ckpt_path, snap / "ckpt.pt")  # a fork point for A/B arms
         if step % cfg.ckpt_every == 0:
             plot()
@@ -368,10 +367,8 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
     summary = {"step": result.step, "tokens_seen": tokens_seen, "elapsed_s": result.elapsed_s,
                "finished": result.finished}
     if rt.is_main and result.stopped is None:
-        loop.save_pair(model.gen, model.disc, out, data / "vocab.txt")
-        (out / "provenance.json").write_text(json.dumps(
-            provenance(result.step, result.finished, result.elapsed_s), indent=2, ensure_ascii=False),
-            encoding="utf-8")
+        loop.save_pair(model.gen, model.disc, out, data / "vocab.txt",
+                       provenance(result.step, result.finished, result.elapsed_s))
     if rt.is_main:
         print(json.dumps(summary), flush=True)
     fwd = None  # type: ignore[assignment]  # the DDP wrapper (and its reducer) goes before its process group
