@@ -198,6 +198,11 @@ def test_resumed_pretraining_refuses_recipe_flags_and_logs_schedule_flags(prepar
     assert [(r["step_from"], r["step_to"]) for r in ledger] == [(0, 2), (2, 5)]
     assert ledger[0]["tokens_to"] == ledger[1]["tokens_from"] > 0 and ledger[1]["tokens_added"] > 0
     assert all(r["hardware"].startswith(platform.machine()) for r in ledger)
+    # ... and the pair's provenance sums it up: tokens and hours over the invocations, per hardware
+    summary = json.loads((tmp_path / "provenance.json").read_text(encoding="utf-8"))["pretraining"]["ledger"]
+    assert summary["invocations"] == 2 and summary["tokens"] == ledger[1]["tokens_to"]
+    assert summary["hours"] == round(ledger[0]["hours"] + ledger[1]["hours"], 3)
+    assert [h["tokens"] for h in summary["by_hardware"]] == [summary["tokens"]]  # one machine, one precision
 
 
 def test_fork_starts_an_ab_arm_that_may_change_the_recipe_once(prepared, tmp_path):

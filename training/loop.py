@@ -309,9 +309,19 @@ class Ledger:
         tmp.write_text(json.dumps(self.rows, indent=1), encoding="utf-8")
         tmp.replace(self.path)
 
-    def totals(self) -> dict[str, float]:
-        return {"tokens_added": sum(r.get("tokens_added", 0) for r in self.rows),
-                "hours": round(sum(r.get("hours", 0.0) for r in self.rows), 3), "sessions": len(self.rows)}
+    def summary(self) -> dict[str, Any]:
+        """What every invocation that trained added, in all and per hardware: the provenance's record of
+        a run spread over sessions and machines (its last invocation's hardware alone would not say)."""
+        rows = [r for r in self.rows if r.get("tokens_added", 0) > 0]
+        by_hw: dict[str, dict[str, float]] = {}
+        for r in rows:
+            acc = by_hw.setdefault(r["hardware"], {"tokens": 0, "hours": 0.0})
+            acc["tokens"] += r["tokens_added"]
+            acc["hours"] += r["hours"]
+        return {"invocations": len(rows), "tokens": sum(r["tokens_added"] for r in rows),
+                "hours": round(sum(r["hours"] for r in rows), 3),
+                "by_hardware": [{"hardware": hw, "tokens": int(v["tokens"]), "hours": round(v["hours"], 3)}
+                                for hw, v in by_hw.items()]}
 
 
 def rng_state(np_rng: np.random.Generator) -> dict:

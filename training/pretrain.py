@@ -294,7 +294,8 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         return {"pretraining": {
             "step": step, "tokens_seen": tokens_seen, "elapsed_s": round(elapsed_s), "finished": finished,
             "corpus": meta.get("corpus_files"), "model_config": cfg.config, "seq_len": cfg.seq_len,
-            "confusion_rate": cfg.confusion_rate, "hardware": hardware, **forked}}
+            "confusion_rate": cfg.confusion_rate, "hardware": hardware, **forked,
+            **({"ledger": ledger.summary()} if ledger else {})}}
 
     def state() -> dict:
         rngs: list = [None] * rt.world_size
@@ -352,6 +353,8 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
             runner.checkpoint()
             if rt.is_main:
                 snap = out / "snapshots" / f"tok{mark / 1e6:06.1f}M"
+                if ledger:
+                    ledger.update(step=step, tokens=tokens_seen)
                 loop.save_pair(model.gen, model.disc, snap, data / "vocab.txt", provenance(step, False, runner.elapsed_s))
                 shutil.copyfile(ckpt_path, snap / "ckpt.pt")  # a fork point for A/B arms
         if step % cfg.ckpt_every == 0:
