@@ -305,6 +305,11 @@ def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared
     assert sorted(p.name for p in (out / "snapshots").iterdir()) == ["step000002", "step000004"]
     snap = json.loads((out / "snapshots" / "step000004" / "provenance.json").read_text(encoding="utf-8"))
     assert snap["finetune"]["steps"] == 4 and (out / "snapshots" / "step000004" / "generator" / "vocab.txt").is_file()
+    # tokens trained on, and the ledger of the invocation (one here) summed up in the provenance
+    (row,) = json.loads((out / "ledger.json").read_text(encoding="utf-8"))
+    assert (row["step_from"], row["step_to"]) == (0, 5) and row["tokens_added"] == prov["finetune"]["tokens_seen"]
+    assert 0 < snap["finetune"]["tokens_seen"] < prov["finetune"]["tokens_seen"] <= 5 * 4 * max(map(len, CORPUS[:5])) + 40
+    assert prov["finetune"]["ledger"]["tokens"] == row["tokens_added"] and prov["finetune"]["ledger"]["invocations"] == 1
     assert not all(torch.equal(load_file(out / "snapshots" / "step000002" / "discriminator" / "model.safetensors")[k],
                                disc[k]) for k in disc)
 

@@ -194,17 +194,21 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
     train_data = encode_pairs(read_pairs(args.train, args.limit), vocab_path, max_tokens)
     dev_data = encode_pairs(read_pairs(args.dev, 2000), vocab_path, max_tokens)
     opt = loop.make_optimizer(model, cfg.lr, cfg.weight_decay, rt.device)
-    step, best, elapsed_before = 0, -1.0, 0.0
+    step, best, elapsed_before, tokens_seen = 0, -1.0, 0.0, 0
     if resume:
         model.load_state_dict(resume["model"])
         opt.load_state_dict(resume["optimizer"])
         step, best, elapsed_before = resume["step"], resume["best"], resume["elapsed_s"]
+        tokens_seen = resume.get("tokens_seen", 0)
         loop.restore_rng(resume["rng"], np_rng)
     log = loop.MetricsLog(out / "metrics.jsonl")
     print(f"{len(train_data)} training pairs, {len(dev_data)} dev pairs; step {step}/{cfg.max_steps}")
 
+    hardware = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device}, {rt.precision}"
+    ledger = loop.Ledger(out / "ledger.json", step=step, tokens=tokens_seen, hardware=hardware)
+
     def state() -> dict:
-        return {"best": best, "rng": loop.rng_state(np_rng), "train_config": asdict(cfg)}
+        return {"best": best, "rng": loop.rng_state(np_rng), "train_config": asdict(cfg), "tokens_seen": tokens_seen}
 
     runner = loop.StepRunner(model, opt, lr=cfg.lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.max_steps,
                              ckpt_path=ckpt_path, ckpt_every=cfg.ckpt_every, state=state,
@@ -215,9 +219,11 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
     bucket_p = np.array([len(b) for b in buckets], dtype=np.float64) / len(train_data)
 
     def micro_step() -> dict[str, torch.Tensor]:
+        nonlocal tokens_seen
         bucket = buckets[int(np_rng.choice(len(buckets), p=bucket_p))]
         idx = bucket[np_rng.integers(0, len(bucket), cfg.batch_size)]
         src, tgt, editable = collate(train_data, idx)
+        tokens_seen += int((src != SPECIAL_IDS["[PAD]"]).sum())
         train_pos, show = generator_positions(src, tgt, editable, np_rng, cfg)
         t = [torch.as_tensor(a, device=rt.device) for a in (src, tgt, editable, train_pos, show)]
         with rt.autocast():
@@ -236,9 +242,8 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
         return {**init_info,
                 "finetune": {"steps": step, "train_file": str(args.train), "train_pairs": len(train_data),
                              "dev_file": str(args.dev), "best_dev_cor_f1_proxy": round(best, 4), "kept": kept,
-                             "elapsed_s": elapsed_s},
-                "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
-                            f"{rt.device}, {rt.precision}"}
+                             "elapsed_s": elapsed_s, "tokens_seen": tokens_seen, "ledger": ledger.summary()},
+                "hardware": hardware}
 
     def plot() -> None:
         log.plot(out / "finetune.png", [("loss", ["cor", "det"]), ("dev", ["dev_det_f1", "dev_cor_f1", "cor_acc_err"])])
@@ -248,6 +253,8 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
             log.write(step=step, lr=lr, **stats)
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
             evaluate_and_keep_best(step)
+        if step % cfg.ckpt_every == 0 or (cfg.snapshot_every and step % cfg.snapshot_every == 0):
+            ledger.update(step=step, tokens=tokens_seen)
         if cfg.snapshot_every and step % cfg.snapshot_every == 0:  # for dev F1 against steps with the full decoder
             loop.save_pair(model.gen, model.disc, out / "snapshots" / f"step{step:06d}", vocab_path,
                            provenance(step, round(runner.elapsed_s), "this step"))
@@ -258,6 +265,7 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
     if best < 0:  # stopped before the first evaluation
         evaluate_and_keep_best(result.step)
         runner.checkpoint()
+    ledger.update(step=result.step, tokens=tokens_seen)
     plot()
     for sub in ("discriminator", "generator"):
         shutil.rmtree(out / sub, ignore_errors=True)
