@@ -15,6 +15,9 @@ class CorrectorConfig:
     max_edits: int = 0  # per sentence, most confident first; 0 = no limit
     protect_dictionary_words: bool = False  # never edit inside a multi-character jieba word (a hard block;
     #                                          by default dictionary words are one feature among others)
+    protect_kept_words: int = 0  # never edit inside a 2- or 3-character word that the real training pairs kept as
+    #                               written at least this many times and never corrected (报导, 部份 in Taiwan-style
+    #                               text; the bundle's candidates/words.npz); 0 = off
     batch_size: int = 32  # chunks per ONNX call
     protect: tuple[str, ...] = field(default_factory=tuple)  # words never edited inside
     confusions: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (A, B): B always considered for A
@@ -38,7 +41,7 @@ class CorrectorConfig:
         for name in ("shortlist", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("top_k", "max_edits"):
+        for name in ("top_k", "max_edits", "protect_kept_words"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         return self
@@ -48,7 +51,7 @@ class CorrectorConfig:
 
 
 _KINDS = {"threshold": float, "use_lm": bool, "shortlist": int, "top_k": int, "max_edits": int,
-          "protect_dictionary_words": bool, "batch_size": int}
+          "protect_dictionary_words": bool, "protect_kept_words": int, "batch_size": int}
 
 
 def _coerce(name: str, value: Any) -> Any:

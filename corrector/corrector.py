@@ -74,6 +74,7 @@ class Corrector:
         self.vocab = evidence.vocab
         self.max_tokens = bundle.max_seq_len
         self._ahead = ProcessLocalPool(1, "sites-ahead")  # see _sites_ahead
+        self._kept_cache: dict[int, frozenset[str]] = {}  # see _kept_words
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, device: Device = "auto", threads: int = 0,
@@ -195,20 +196,31 @@ class Corrector:
     def _chunks(self, texts: Sequence[str], cfg: CorrectorConfig) -> list[_Chunk]:
         max_chars = self.max_tokens - 2
         words = tuple(w for w in cfg.protect if w)
+        kept = self._kept_words(cfg.protect_kept_words)
         pieces: list[tuple[int, int, ScriptView, set[int]]] = []
         for i, text in enumerate(texts):
             clean = _scrub_surrogates(text)
-            protected = _protected_positions(clean, words, cfg.protect_dictionary_words)
+            protected = _protected_positions(clean, words, cfg.protect_dictionary_words, kept)
             # issue 13: one chunk per sentence (same context alone or in a long text), in simplified script
             for s, e in sentence_chunk_spans(clean, max_chars):
                 view = simplified_view(clean[s:e])
                 local = {p - s for p in protected if s <= p < e}
                 if view.traditional:
-                    local |= _protected_positions(view.text, words, False)
+                    local |= _protected_positions(view.text, words, False, kept)
                 pieces.append((i, s, view, local))
         encs = encode_batch(self.tokenizer, [p[2].text for p in pieces], self.max_tokens)
         return [_Chunk(i, s, v.text, enc, prot, view=v if v.traditional else None)
                 for (i, s, v, prot), enc in zip(pieces, encs)]
+
+    def _kept_words(self, min_kept: int) -> frozenset[str]:
+        """The words ``protect_kept_words`` guards: kept as written at least ``min_kept`` times in the real
+        training pairs and never corrected (empty when 0 or when the bundle has no word counts)."""
+        if min_kept <= 0:
+            return frozenset()
+        if min_kept not in self._kept_cache:
+            self._kept_cache[min_kept] = frozenset(w for w, (k, c) in self.evidence.table.words.items()
+                                                   if k >= min_kept and c == 0)
+        return self._kept_cache[min_kept]
 
     def _batches(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> list[list[_Chunk]]:
         todo = [c for c in chunks if any(p >= 0 and p not in c.protected for p in c.enc.char_pos)]
@@ -466,13 +478,17 @@ def _scrub_surrogates(text: str) -> str:
     return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
-def _protected_positions(text: str, words: tuple[str, ...], dictionary_words: bool) -> set[int]:
+def _protected_positions(text: str, words: tuple[str, ...], dictionary_words: bool,
+                         kept: frozenset[str] = frozenset()) -> set[int]:
     out: set[int] = set()
     for w in words:
         start = text.find(w)
         while start >= 0:
             out.update(range(start, start + len(w)))
             start = text.find(w, start + 1)
+    if kept:
+        for n in (2, 3):
+            out.update(p for i in range(len(text) - n + 1) if text[i:i + n] in kept for p in range(i, i + n))
     if dictionary_words and text:
         import jieba
 

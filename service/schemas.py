@@ -52,6 +52,9 @@ class DecodingSettings(BaseModel):
                                   description="most edits per sentence; 0 = no limit")
     protect_dictionary_words: bool | None = Field(default=None,
                                                   description="never edit inside a multi-character jieba word")
+    protect_kept_words: int | None = Field(default=None, ge=0, le=1_000_000,
+                                           description="never edit inside a word the real training pairs kept as "
+                                                       "written at least this many times and never corrected; 0 = off")
     protect: list[Word] | None = Field(default=None, max_length=1000, description="words never edited inside")
     confusions: list[Pair] | None = Field(default=None, max_length=1000,
                                           description='[A, B] pairs: B is always a candidate for A, e.g. [["己", "已"]]')

@@ -112,6 +112,21 @@ def test_protect_dictionary_words(tiny_bundle):
     assert c.edits == []  # jieba knows both words
 
 
+def test_protect_kept_words(tiny_bundle):
+    """Words the real training pairs kept as written at least N times and never corrected are not edited inside."""
+    fix = Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS)
+    fix.evidence.table.words = {"北京": (3, 0), "上海": (5, 1), "张三": (1, 0)}  # word: (kept, corrected)
+    text = "张三在北京，李四在上海"
+    everything = edited(fix.correct(text))
+    assert {0, 1, 3, 4, 9, 10} <= everything
+    for n, inside in ((0, set()), (1, {0, 1, 3, 4}), (2, {3, 4}), (4, set())):  # 上海 was corrected once: never
+        c = fix.correct(text, protect_kept_words=n)
+        check(c)
+        assert edited(c) == everything - inside, n
+    with pytest.raises(CorrectorError, match="protect_kept_words"):
+        fix.correct(text, protect_kept_words=-1)
+
+
 def test_custom_confusion_pair(tiny_bundle):
     fix = Corrector.load(tiny_bundle, device="cpu", confusions=[("汽", "气")], threshold=0.0)
     c = fix.correct("今天天汽很好")
