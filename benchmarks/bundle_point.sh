@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# A candidate default bundle from one fine-tuned pair, measured: the default bundle's similarity tables and
+# candidates, the character LM $LM (default: the in-domain LM of the README, runs/lm/kn4_dom10), the ranker
+# refitted on this pair's features with the LM's cross-fitting folds $FOLDS, then the dev split (cross-fitted, and
+# without the LM), SIGHAN-15 (reported, never used for a choice) and the false positives on correct text.
+#
+#   bash benchmarks/bundle_point.sh runs/ft100 ft100        -> runs/bundle_ft100, runs/ft100_*.json, runs/ft100_fp.txt
+#
+# Needs the dev split (python -m training.splits --out runs/dev_split.tsv) and the LM with its folds
+# (python -m training.char_lm ... --in-domain-folds 5 --fold-out FOLDS, README). About 40 min on 2 cores.
+set -euo pipefail
+PAIR=$1; NAME=$2
+SHARED=${SHARED:-../shared/data}
+LM=${LM:-runs/lm/kn4_dom10}
+FOLDS=${FOLDS:-runs/lm/dom10_folds}
+D=data/electra_models/default
+B=runs/bundle_$NAME
+P=lm_gain*pinyin,lm_gain*shape,lm_gain*rtd,lm_gain*word,lm_gain*error_rate,gen_lp*rtd,pinyin*shape,rtd*pinyin,rtd*error_rate
+rm -rf "$B"
+python -m training.export --run "$PAIR" --similarity $D/similarity --out "$B" --cpu-onnx int8
+python -m training.export --update "$B" --lm "$LM" --candidates $D/candidates
+python -m training.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "runs/ranker_cache_$NAME" \
+    --fit-lm-folds "$FOLDS" --products $P --out "runs/ranker_$NAME.json" --report "runs/ranker_${NAME}_report.json" \
+    --plot "runs/reliability_$NAME.png"
+python -m training.export --update "$B" --ranker "runs/ranker_$NAME.json"
+python -m training.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --report "runs/${NAME}_dev_cf.json"
+python -m training.evaluate --data runs/dev_split.tsv --model "$B" --set use_lm=false --report "runs/${NAME}_dev_nolm.json"
+python -m training.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --report "runs/${NAME}_sighan15.json"
+python -m training.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --set use_lm=false \
+    --report "runs/${NAME}_sighan15_nolm.json"
+python benchmarks/false_positives.py --model "$B" --data "$SHARED" > "runs/${NAME}_fp.txt"
+cat "runs/${NAME}_fp.txt"
+du -sh "$B"
