@@ -175,6 +175,17 @@ def test_precision_autocasts_matmuls_only_when_bf16():
         logits = a @ b
         assert logits.dtype == torch.bfloat16  # the matmul in bf16, the loss on it in fp32
         assert torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2, 0])).dtype == torch.float32
-    assert loop.setup_runtime("cpu").bf16 == loop.cpu_has_bf16()  # auto: native bf16 or not
+    assert loop.setup_runtime("cpu").bf16 == loop.cpu_prefers_bf16()  # auto: native bf16, and faster here
     with pytest.raises(ValueError, match="precision"):
         loop.setup_runtime("cpu", precision="fp16")
+
+
+def test_auto_precision_never_picks_emulated_bf16(monkeypatch):
+    loop.cpu_prefers_bf16.cache_clear()
+    monkeypatch.setattr(loop, "cpu_has_bf16", lambda: False)
+    try:
+        assert loop.cpu_prefers_bf16() is False  # no timing can talk it into emulated bf16
+        assert loop.setup_runtime("cpu").precision == "fp32"
+        assert loop.setup_runtime("cpu", precision="bf16").precision == "bf16"  # an explicit flag still wins
+    finally:
+        loop.cpu_prefers_bf16.cache_clear()
