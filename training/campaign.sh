@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The whole CPU campaign of issue 12 as one re-runnable command: every stage resumes or is skipped when its output
+# is already there, so the same line goes on after a session ends and starts over after a machine is replaced
+# (run folders live outside git; on 2026-11-25 a 100M-token run was lost that way).
+#
+#   nohup nice -n 10 bash training/campaign.sh > runs/campaign_driver.log 2>&1 &
+#
+# Stages: corpus shards -> pretraining to 24,500 steps (100.35M tokens of cpu-g4) -> CSC pairs -> 20,000-step
+# fine-tuning with a snapshot every 5,000 steps -> each snapshot on dev and SIGHAN-15 with the default bundle's
+# decoder (benchmarks/pair_point.sh: dev F1 against fine-tuning steps) -> the in-domain LM and its cross-fitting
+# folds -> the candidate bundle (benchmarks/bundle_point.sh). About 6 h of pretraining and 2 h of fine-tuning on
+# 2 CPU cores. THREADS (default 2) and SHARED (default ../shared/data) may be set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${SHARED:-../shared/data}
+THREADS=${THREADS:-2}
+D=data/electra_models/default
+stamp() { echo "== $(date -u +%FT%TZ) $*"; }
+# a run folder's provenance.json: pretraining finished its schedule / fine-tuning reached its last step
+pretrained() { [ -f "$1/provenance.json" ] && python -c "import json, sys
+sys.exit(0 if json.load(open(sys.argv[1]))['pretraining']['finished'] else 1)" "$1/provenance.json"; }
+finetuned() { [ -f "$1/provenance.json" ] && python -c "import json, sys
+sys.exit(0 if json.load(open(sys.argv[1]))['finetune']['steps'] >= int(sys.argv[2]) else 1)" "$1/provenance.json" "$2"; }
+
+if [ ! -f runs/data/meta.json ]; then
+    stamp prepare
+    python -m training.prepare --corpus "$SHARED/corpus" --out runs/data \
+        --extra-chars "$SHARED/csc/sighan_train.tsv" "$SHARED/csc/csc_hard_train.tsv"
+fi
+
+if ! pretrained runs/campaign; then
+    stamp pretrain
+    python -m training.pretrain --data runs/data --out runs/campaign --config cpu-g4 --threads "$THREADS" \
+        --warmup-steps 300 --max-steps 24500 --eval-every 500 --ckpt-every 200 --snapshot-tokens 5000000
+fi
+pretrained runs/campaign || { echo "pretraining stopped before its last step" >&2; exit 1; }
+
+if [ ! -f runs/csc/train3.tsv ]; then
+    stamp csc pairs
+    python -m training.make_csc_data --sentences runs/data/sentences.txt --similarity $D/similarity \
+        --vocab runs/data/vocab.txt --out runs/csc/train3.tsv --n 300000 --seed 3 --clean-share 0.2 \
+        --clean-hard-share 0.5 --mix word=0.2,sound=0.15,shape=0.15,random=0.05,prior=0.25,lm=0.2 \
+        --prior-candidates $D/candidates --lm $D/lm --real "$SHARED/csc/sighan_train.tsv" \
+        "$SHARED/csc/csc_hard_train.tsv" --real-repeat 2 --holdout 1000 --holdout-out runs/csc/dev.tsv --no-progress
+fi
+
+if ! finetuned runs/ft100 20000; then
+    stamp finetune
+    python -m training.finetune --init runs/campaign --train runs/csc/train3.tsv --dev runs/csc/dev.tsv \
+        --out runs/ft100 --lr 2e-4 --warmup-steps 500 --max-steps 20000 --eval-every 1000 --snapshot-every 5000 \
+        --ckpt-every 200 --threads "$THREADS" --keep last
+fi
+finetuned runs/ft100 20000 || { echo "fine-tuning stopped before its last step" >&2; exit 1; }
+
+[ -f runs/dev_split.tsv ] || python -m training.splits --data "$SHARED" --out runs/dev_split.tsv
+for snap in runs/ft100/snapshots/step*; do
+    name=ft100_s$(basename "$snap" | tr -dc 0-9)
+    [ -f "runs/snapft/$name.sighan15_lm.json" ] || { stamp "pair point $name"; bash benchmarks/pair_point.sh "$snap" "$name"; }
+done
+
+if [ ! -f runs/lm/dom10_folds/fold4/meta.json ]; then
+    stamp in-domain LM
+    python -m training.char_lm --corpus "$SHARED/corpus" --out runs/lm/kn4_dom10 --order 4 --smoothing kn \
+        --prune 0,0,5,8 --in-domain "$SHARED" --in-domain-weight 10 --in-domain-folds 5 --fold-out runs/lm/dom10_folds
+fi
+
+if [ ! -f runs/ft100_fp.txt ]; then
+    stamp bundle
+    bash benchmarks/bundle_point.sh runs/ft100 ft100
+fi
+stamp done
