@@ -8,7 +8,7 @@
 # Stages: corpus shards -> pretraining to 24,500 steps (100.35M tokens of cpu-g4) -> CSC pairs -> 20,000-step
 # fine-tuning with a snapshot every 5,000 steps -> each snapshot on dev and SIGHAN-15 with the default bundle's
 # decoder (benchmarks/pair_point.sh: dev F1 against fine-tuning steps) -> the in-domain LM and its cross-fitting
-# folds -> the candidate bundle (benchmarks/bundle_point.sh). About 6 h of pretraining and 2 h of fine-tuning on
+# folds -> the candidate bundle (benchmarks/bundle_point.sh). About 6 h of pretraining and 2-3 h of fine-tuning on
 # 2 CPU cores. THREADS (default 2) and SHARED (default ../shared/data) may be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
