@@ -1,7 +1,7 @@
 """Pretraining tokens/s of one model shape in fp32 and bf16 autocast, eager and torch.compile'd.
 
     python benchmarks/train_step.py [--config cpu-g4] [--threads 2] [--steps 30]
-        [--precision fp32 bf16] [--compile 0 1]
+        [--precision fp32 bf16] [--compile 0 1] [--batch-size 64 ...] [--device cpu|cuda]
 
 Each variant runs in its own process (torch.compile and oneDNN caches stay apart): a fresh model of the shape,
 then the training loop's own step (``training.loop.StepRunner.train_step``: generator, sampling, discriminator,
@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def one(config: str, threads: int, precision: str, compiled: bool, steps: int, batch: int, seq_len: int) -> None:
+def one(config: str, threads: int, precision: str, compiled: bool, steps: int, batch: int, seq_len: int,
+        device: str = "cpu") -> None:
     import numpy as np
     import torch
 
@@ -29,10 +30,10 @@ def one(config: str, threads: int, precision: str, compiled: bool, steps: int, b
     from training.modeling import get_config
     from training.pretrain import ElectraPretrainer, PretrainConfig, make_masks
 
-    rt = loop.setup_runtime("cpu", threads, precision)
+    rt = loop.setup_runtime(device, threads, precision)
     cfg = PretrainConfig(config=config, seq_len=seq_len, batch_size=batch)
     torch.manual_seed(0)
-    model = ElectraPretrainer(get_config(config), cfg.rtd_weight)
+    model = ElectraPretrainer(get_config(config), cfg.rtd_weight).to(rt.device)
     opt = loop.make_optimizer(model, cfg.lr, cfg.weight_decay, rt.device)
     fwd = torch.compile(model) if compiled else model
     rng = np.random.default_rng(0)
@@ -42,17 +43,21 @@ def one(config: str, threads: int, precision: str, compiled: bool, steps: int, b
 
     def micro_step() -> dict[str, torch.Tensor]:
         ids = rng.integers(100, min(8000, vocab), size=(batch, seq_len)).astype(np.int64)
-        t = [torch.as_tensor(a) for a in (ids, *make_masks(ids, rng, cfg))]
+        t = [torch.as_tensor(a, device=rt.device) for a in (ids, *make_masks(ids, rng, cfg))]
         with rt.autocast():
             return fwd(*t)
 
+    sync = torch.cuda.synchronize if rt.device.type == "cuda" else (lambda: None)
     for _ in range(5):
         runner.train_step(micro_step)
+    sync()
     t0 = time.perf_counter()
     for _ in range(steps):
         runner.train_step(micro_step)
+    sync()
     rate = steps * batch * seq_len / (time.perf_counter() - t0)
-    print(f"{config:8s} {precision:5s} {'compiled' if compiled else 'eager':9s} {threads} threads: "
+    where = rt.device_name if rt.device.type == "cuda" else f"{threads} threads"
+    print(f"{config:8s} {precision:5s} {'compiled' if compiled else 'eager':9s} batch {batch:5d}x{seq_len} {where}: "
           f"{rate:,.0f} tokens/s", flush=True)
 
 
@@ -61,20 +66,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--config", default="cpu-g4")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, nargs="+", default=[64])
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     ap.add_argument("--compile", nargs="+", type=int, default=[0, 1], choices=[0, 1])
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a single variant, in this process
     a = ap.parse_args(argv)
     if a.one:
-        one(a.config, a.threads, a.precision[0], bool(a.compile[0]), a.steps, a.batch_size, a.seq_len)
+        one(a.config, a.threads, a.precision[0], bool(a.compile[0]), a.steps, a.batch_size[0], a.seq_len, a.device)
         return
-    for compiled in a.compile:
-        for precision in a.precision:
-            subprocess.run([sys.executable, __file__, "--one", "--config", a.config, "--threads", str(a.threads),
-                            "--steps", str(a.steps), "--batch-size", str(a.batch_size), "--seq-len", str(a.seq_len),
-                            "--precision", precision, "--compile", str(compiled)], check=True)
+    for batch in a.batch_size:
+        for compiled in a.compile:
+            for precision in a.precision:
+                subprocess.run([sys.executable, __file__, "--one", "--config", a.config, "--threads", str(a.threads),
+                                "--steps", str(a.steps), "--batch-size", str(batch), "--seq-len", str(a.seq_len),
+                                "--precision", precision, "--compile", str(compiled), "--device", a.device], check=True)
 
 
 if __name__ == "__main__":

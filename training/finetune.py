@@ -204,7 +204,7 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
     log = loop.MetricsLog(out / "metrics.jsonl")
     print(f"{len(train_data)} training pairs, {len(dev_data)} dev pairs; step {step}/{cfg.max_steps}")
 
-    hardware = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device}, {rt.precision}"
+    hardware = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {rt.device_name}, {rt.precision}"
     ledger = loop.Ledger(out / "ledger.json", step=step, tokens=tokens_seen, hardware=hardware)
 
     def state() -> dict:

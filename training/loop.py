@@ -44,6 +44,11 @@ class Runtime:
     def ddp(self) -> bool:
         return self.world_size > 1
 
+    @property
+    def device_name(self) -> str:
+        """"cpu", or the GPU's own name (``NVIDIA H200``): what a ledger row and a provenance record."""
+        return torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else str(self.device)
+
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.bf16:
             return torch.autocast(self.device.type, dtype=torch.bfloat16)

@@ -114,8 +114,10 @@ def lac_embeddings(vocab: list[str], dim: int) -> tuple[np.ndarray, np.ndarray] 
 
     Returns (rows, vocab_ids) or None when jieba has no LAC model or the width differs.
     """
-    import jieba
-
+    try:
+        import jieba
+    except ImportError:  # a machine without jieba (a lent GPU's image): no warm start
+        return None
     root = Path(jieba.__file__).parent / "lac_small"
     dic, emb_file = root / "word.dic", root / "model_baseline" / "word_emb"
     if dim != 128 or not dic.exists() or not emb_file.exists():

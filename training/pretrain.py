@@ -233,12 +233,34 @@ def fork(source: Path, out: Path) -> bool:
     return True
 
 
+def load_init_pair(model: ElectraPretrainer, init: Path) -> dict:
+    """Start from another run's pair (its discriminator/ and generator/ folders): continued pretraining with a
+    schedule, batch and rate of its own (a lent GPU going on from the CPU campaign, say). Returns what the
+    provenance records of it: its name, tokens seen and ledger, so that ``tokens_seen`` counts from there."""
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    try:
+        model.disc.load_state_dict(ElectraForPreTraining.from_pretrained(
+            init / "discriminator", dtype=torch.float32).state_dict())
+        model.gen.load_state_dict(ElectraForMaskedLM.from_pretrained(init / "generator", dtype=torch.float32).state_dict())
+    except (OSError, RuntimeError) as e:
+        raise SystemExit(f"--init-from {init}: not a pair of this --config's shape ({str(e).splitlines()[0]})") from e
+    tie_embeddings(model.gen, model.disc)
+    prov_file = init / "provenance.json"
+    prev = json.loads(prov_file.read_text(encoding="utf-8")).get("pretraining", {}) if prov_file.exists() else {}
+    return {"name": init.resolve().name, "tokens_seen": int(prev.get("tokens_seen", 0)),
+            **({"ledger": prev["ledger"]} if "ledger" in prev else {}),
+            **({"hardware": prev["hardware"]} if "hardware" in prev else {})}
+
+
 def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, device: str = "auto",
           threads: int = 0, confusions_path: Path | None = None, compile_model: bool = False,
-          stop_after: int = 0, given: set[str] | None = None, forking: bool = False, precision: str = "auto") -> dict:
+          stop_after: int = 0, given: set[str] | None = None, forking: bool = False, precision: str = "auto",
+          init_from: Path | None = None) -> dict:
     """Pretrain into ``out`` (resuming from out/ckpt.pt). ``given``: the config fields set on the command
     line (None = all of them), which a resumed run must not silently override. ``forking``: the first
-    invocation of an A/B arm, which may also change the recipe flags of ``FORK_MUTABLE``."""
+    invocation of an A/B arm, which may also change the recipe flags of ``FORK_MUTABLE``. ``init_from``: a
+    pair folder the run starts from (ignored once the run has a checkpoint, which holds it)."""
     rt = loop.setup_runtime(device, threads, precision)
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "ckpt.pt"
@@ -254,12 +276,14 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
     if meta["vocab_size"] != model_cfg.vocab_size:
         raise SystemExit(f"vocab size {meta['vocab_size']} != model vocab size {model_cfg.vocab_size}")
 
-    model = ElectraPretrainer(model_cfg, cfg.rtd_weight, load_confusions(confusions_path)).to(rt.device)
-    if not resume and cfg.warm_start:
+    model = ElectraPretrainer(model_cfg, cfg.rtd_weight, load_confusions(confusions_path))
+    init_info = load_init_pair(model, init_from) if init_from and not resume else None
+    model = model.to(rt.device)
+    if init_info is None and not resume and cfg.warm_start:
         n = warm_start_embeddings(model.disc, load_vocab_list(data))
         if rt.is_main:
             print(f"warm start: {n} LAC character embeddings")
-    if not resume and cfg.rtd_prior_bias:
+    if init_info is None and not resume and cfg.rtd_prior_bias:
         init_rtd_prior_bias(model.disc, cfg.mask_rate)
     opt = loop.make_optimizer(model, cfg.lr, cfg.weight_decay, rt.device)
     step, tokens_seen, elapsed_before = 0, 0, 0.0
@@ -270,6 +294,9 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         step, tokens_seen = resume["step"], resume["tokens_seen"]
         elapsed_before = resume.get("elapsed_s", 0.0)
         loop.restore_rng(resume["rng"][min(rt.rank, len(resume["rng"]) - 1)], np_rng)
+        init_info = resume.get("init_from")
+    elif init_info:
+        tokens_seen = init_info["tokens_seen"]
     fwd = torch.compile(model) if compile_model else model
     if rt.ddp:
         fwd = torch.nn.parallel.DistributedDataParallel(
@@ -285,7 +312,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
               f" on {rt.device}, {rt.precision}")
         (out / "config.json").write_text(json.dumps(
             {"model_config": model_cfg.to_dict(), "train_config": asdict(cfg)}, indent=2), encoding="utf-8")
-    hardware = f"{platform.machine()}, {rt.world_size} x {rt.device} ({torch.get_num_threads()} threads, {rt.precision})"
+    hardware = f"{platform.machine()}, {rt.world_size} x {rt.device_name} ({torch.get_num_threads()} threads, {rt.precision})"
     ledger = loop.Ledger(out / "ledger.json", step=step, tokens=tokens_seen, hardware=hardware) if rt.is_main else None
     fork_record = out / FORK_FILE
     forked = {"forked_from": json.loads(fork_record.read_text(encoding="utf-8"))} if fork_record.exists() else {}
@@ -295,6 +322,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
             "step": step, "tokens_seen": tokens_seen, "elapsed_s": round(elapsed_s), "finished": finished,
             "corpus": meta.get("corpus_files"), "model_config": cfg.config, "seq_len": cfg.seq_len,
             "confusion_rate": cfg.confusion_rate, "hardware": hardware, **forked,
+            **({"init_from": init_info} if init_info else {}),
             **({"ledger": ledger.summary()} if ledger else {})}}
 
     def state() -> dict:
@@ -305,7 +333,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         else:
             rngs = [mine]
         return {"tokens_seen": tokens_seen, "rng": rngs, "model_config": model_cfg.to_dict(),
-                "train_config": asdict(cfg)}
+                "train_config": asdict(cfg), **({"init_from": init_info} if init_info else {})}
 
     runner = loop.StepRunner(model, opt, lr=cfg.lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.max_steps,
                              ckpt_path=ckpt_path, ckpt_every=cfg.ckpt_every, state=state, max_minutes=max_minutes,
@@ -392,6 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--confusions", type=Path, default=None,
                     help="confusion table .npy from training.similarity (needed for --confusion-rate > 0)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (helps on CUDA)")
+    ap.add_argument("--init-from", type=Path, default=None,
+                    help="start a new run from this pair folder's networks (continued pretraining with its own "
+                         "schedule, batch and rate; tokens count on from the pair's)")
     ap.add_argument("--fork-from", type=Path, default=None,
                     help="start --out as an A/B arm from this snapshot (or run) folder's ckpt.pt; the arm may change "
                          + ", ".join("--" + m.replace("_", "-") for m in FORK_MUTABLE)
@@ -412,9 +443,11 @@ def main(argv: list[str] | None = None) -> None:
     if cfg.confusion_rate > 0 and args.confusions is None:
         raise SystemExit("--confusion-rate needs --confusions")
     given = loop.given_flags(build_parser(), argv) & {f.name for f in fields(PretrainConfig)}
+    if args.fork_from and args.init_from:
+        raise SystemExit("--fork-from and --init-from: one or the other (a fork continues a run, an init starts one)")
     forking = fork(args.fork_from, args.out) if args.fork_from else False
     train(cfg, args.data, args.out, args.max_minutes, args.device, args.threads, args.confusions, args.compile,
-          args.stop_after, given, forking, args.precision)
+          args.stop_after, given, forking, args.precision, args.init_from)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,155 @@
+"""What a lent GPU machine gets and gives back: packing within the device tool's limits, continued pretraining
+from a carried pair, and training/device_run.sh's whole sequence run here on the CPU with the debug shape."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from training import device_pack
+
+ROOT = Path(__file__).resolve().parents[1]
+SENTENCES = [
+    "今天天气很好，我们一起去公园散步。", "他已经知道自己错了，这件事情没有那么简单。",
+    "中国人民银行发布了新的货币政策。", "北京和上海的经济发展很快。", "未来的日子里，我们要更加努力工作。",
+    "候车室里有很多人在等车。", "这个产品的做工非常精致，价格也很实惠。", "医生说他的病情已经好转了。",
+]
+
+
+def run(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    res = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, **(env or {})}, timeout=timeout)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("device")
+    with gzip.open(d / "corpus.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(s * 2 for s in SENTENCES * 6) + "\n")
+    run("-m", "training.prepare", "--corpus", str(d / "corpus.txt.gz"), "--out", str(d / "data"))
+    return d / "data"
+
+
+@pytest.fixture(scope="module")
+def pair(prepared, tmp_path_factory) -> Path:
+    """A debug-shape pair, as the CPU campaign's run folder holds one (with its provenance)."""
+    out = tmp_path_factory.mktemp("cpu_run")
+    run("-m", "training.pretrain", "--data", str(prepared), "--out", str(out), "--config", "debug",
+        "--max-steps", "3", "--batch-size", "4", "--seq-len", "32", "--threads", "1", "--eval-every", "100")
+    return out
+
+
+def test_sentence_starts_are_rebuilt_from_the_separators(prepared):
+    tokens = np.fromfile(prepared / "train.bin", dtype=np.uint16)
+    assert np.array_equal(device_pack.sentence_starts(tokens), np.load(prepared / "train_starts.npy"))
+
+
+def test_data_travels_in_parts_that_rebuild_the_shards_exactly(prepared, tmp_path):
+    tokens = np.fromfile(prepared / "train.bin", dtype=np.uint16)
+    first = device_pack.pack_data(prepared, tmp_path / "data1", max_bytes=1, chunk_sentences=5)  # one chunk only
+    assert 0 < first["to"] < len(tokens)
+    assert first["to"] in set(np.load(prepared / "train_starts.npy").tolist())  # cut at a sentence start
+    rest = device_pack.pack_data(prepared, tmp_path / "data2", max_bytes=1 << 30, start=first["to"])
+    assert rest["to"] == len(tokens)
+    out = tmp_path / "data"
+    with pytest.raises(SystemExit, match="in order"):
+        device_pack.unpack_data(tmp_path / "data2", out)
+    device_pack.unpack_data(tmp_path / "data1", out)
+    assert device_pack.unpack_data(tmp_path / "data1", out)["skipped"]  # a part carried again is not appended twice
+    device_pack.unpack_data(tmp_path / "data2", out)
+    for name in ("train.bin", "val.bin"):
+        assert (out / name).read_bytes() == (prepared / name).read_bytes()
+    for name in ("train_starts.npy", "val_starts.npy"):
+        assert np.array_equal(np.load(out / name), np.load(prepared / name))
+    assert json.loads((out / "meta.json").read_text())["train_tokens"] == len(tokens)
+
+
+def test_a_pair_travels_as_three_fp16_files_and_comes_back_in_fp32(pair, tmp_path):
+    from safetensors.numpy import load_file
+
+    files = device_pack.pack_pair(pair, tmp_path / "packed")
+    assert sorted(f.name for f in files) == ["discriminator.safetensors", "generator.safetensors", "pair.tar"]
+    assert all(f.stat().st_size <= device_pack.RETURN_FILE_LIMIT for f in files)
+    back = device_pack.unpack_pair(tmp_path / "packed", tmp_path / "back")
+    assert json.loads((back / "provenance.json").read_text()) == json.loads((pair / "provenance.json").read_text())
+    for net in device_pack.NETS:
+        a, b = load_file(str(pair / net / "model.safetensors")), load_file(str(back / net / "model.safetensors"))
+        assert a.keys() == b.keys()
+        for k in a:
+            assert b[k].dtype == a[k].dtype
+            np.testing.assert_allclose(b[k], a[k], rtol=1e-3, atol=1e-4)
+        assert (back / net / "vocab.txt").read_bytes() == (pair / net / "vocab.txt").read_bytes()
+
+
+def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_path):
+    """--init-from starts a new run (own schedule) from a pair's weights: at lr 0 one step leaves them as they
+    were, and the tokens seen count on from the pair's."""
+    from safetensors.torch import load_file
+
+    before = json.loads((pair / "provenance.json").read_text())["pretraining"]
+    out = tmp_path / "continued"
+    run("-m", "training.pretrain", "--data", str(prepared), "--out", str(out), "--config", "debug", "--init-from",
+        str(pair), "--lr", "0", "--max-steps", "1", "--batch-size", "8", "--seq-len", "32", "--threads", "1",
+        "--eval-every", "100")
+    after = json.loads((out / "provenance.json").read_text())["pretraining"]
+    assert after["init_from"]["tokens_seen"] == before["tokens_seen"]
+    assert after["init_from"]["ledger"] == before["ledger"]
+    assert before["tokens_seen"] < after["tokens_seen"] <= before["tokens_seen"] + 8 * 32
+    assert after["ledger"]["tokens"] == after["tokens_seen"] - before["tokens_seen"]
+    for net in device_pack.NETS:
+        a, b = load_file(pair / net / "model.safetensors"), load_file(out / net / "model.safetensors")
+        assert all(torch.equal(a[k], b[k]) for k in a), net
+    wrong = subprocess.run([sys.executable, "-m", "training.pretrain", "--data", str(prepared), "--out",
+                            str(tmp_path / "wrong"), "--config", "cpu-g4", "--init-from", str(pair), "--max-steps", "1"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert wrong.returncode != 0 and "not a pair of this --config's shape" in wrong.stderr
+
+
+def test_device_run_goes_from_carried_packs_to_what_comes_back(prepared, pair, tmp_path):
+    """The device call's script, on the CPU: two calls, as two 10-minute calls of the lent machine would go —
+    the first pretrains from the carried pair (data in two parts), the second finishes it and fine-tunes."""
+    carry, out, g = tmp_path / "carry", tmp_path / "out", tmp_path / "gpu"
+    first = device_pack.pack_data(prepared, carry / "data1", max_bytes=1, chunk_sentences=5)
+    device_pack.pack_data(prepared, carry / "data2", max_bytes=1 << 30, start=first["to"])
+    device_pack.pack_pair(pair, carry / "init")
+    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in SENTENCES) * 3
+    (tmp_path / "train3.tsv").write_text(pairs, encoding="utf-8")
+    (tmp_path / "dev.tsv").write_text(pairs, encoding="utf-8")
+    device_pack.pack_files(carry / "csc", [tmp_path / "train3.tsv", tmp_path / "dev.tsv"])
+    env = {"OUT": str(out), "G": str(g), "CARRY": str(carry), "PY": sys.executable, "DEVICE": "cpu",
+           "PRECISION": "fp32", "CONFIG": "debug", "BATCH": "4", "SEQ": "32", "WARMUP": "1", "PRE_STEPS": "4",
+           "EVAL": "2", "FT_STEPS": "3", "FT_EVAL": "2", "RESERVE": "0", "EXTRA": "--stop-after 2 --threads 1"}
+
+    def call() -> None:
+        res = subprocess.run(["bash", "training/device_run.sh", "5"], cwd=ROOT, capture_output=True, text=True,
+                             env={**os.environ, **env}, timeout=600)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+
+    call()  # the first call: data and pair unpacked, 2 of the 4 pretraining steps (--stop-after), no fine-tuning yet
+    assert (g / "data" / "train.bin").read_bytes() == (prepared / "train.bin").read_bytes()
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == [
+        "discriminator.safetensors", "generator.safetensors", "logs.tar.gz", "pair.tar"]
+    prov = json.loads((g / "pre" / "provenance.json").read_text())["pretraining"]
+    assert prov["step"] == 2 and not prov["finished"] and "init_from" in prov
+    call()  # the second: pretraining ends its schedule, then the fine-tuning runs in the time left
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == ["ft/discriminator.safetensors", "ft/generator.safetensors", "ft/pair.tar", "logs.tar.gz",
+                     "pre/discriminator.safetensors", "pre/generator.safetensors", "pre/pair.tar"]
+    assert len(files) <= 8 and all((out / f).stat().st_size <= device_pack.RETURN_FILE_LIMIT for f in files)
+    back = device_pack.unpack_pair(out / "ft", tmp_path / "ft_back")
+    ft = json.loads((back / "provenance.json").read_text())
+    assert ft["finetune"]["steps"] == 3 and ft["pretraining"]["finished"]
+    with tarfile.open(out / "logs.tar.gz") as tar:
+        names = tar.getnames()
+    assert {"pre/metrics.jsonl", "pre/ledger.json", "ft/metrics.jsonl"} <= set(names)

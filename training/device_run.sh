@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One call of a lent GPU machine (README: "If a GPU is lent"), run there in the repository root:
+#
+#   bash training/device_run.sh MINUTES
+#
+# Unpacks what this call carried (.carry/data*, .carry/init, .carry/csc, packed here by training.device_pack),
+# goes on with the next unfinished stage for about MINUTES (continued pretraining from the carried pair, then
+# fine-tuning on the carried CSC pairs), and leaves in $OUT what must come back (the device tool brings back at most
+# 8 files of 16 MiB): each pair in fp16 (3 files) and logs.tar.gz. Each stage resumes from its checkpoint under
+# runs/gpu/, which stays on the machine while it is warm between calls. DEVICE=cpu CONFIG=debug runs the same
+# sequence here (tests/test_device_run.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MINUTES=${1:?usage: bash training/device_run.sh MINUTES}
+: "${OUT:?OUT must name the folder whose files come back}"
+PY=${PY:-python3}
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+DEVICE=${DEVICE:-cuda}
+PRECISION=${PRECISION:-bf16}
+CONFIG=${CONFIG:-cpu-g4}        # the carried pair's shape (the CPU campaign's; the bundle's speed rests on it)
+BATCH=${BATCH:-512}             # 512 x 64 tokens a step (the CPU campaign: 64 x 64)
+SEQ=${SEQ:-64}
+LR=${LR:-5e-4}
+WARMUP=${WARMUP:-1000}
+PRE_STEPS=${PRE_STEPS:-30000}   # the schedule's length: set it from the first call's steps/s (mutable on resume)
+EVAL=${EVAL:-1000}
+FT_STEPS=${FT_STEPS:-20000}
+FT_LR=${FT_LR:-2e-4}
+FT_TRAIN=${FT_TRAIN:-train3.tsv}
+FT_EVAL=${FT_EVAL:-1000}
+EXTRA=${EXTRA:-}                # more training.pretrain flags (e.g. --compile)
+G=${G:-runs/gpu}                # run folders there (kept between calls while the machine is warm)
+CARRY=${CARRY:-.carry}          # what the calls carried (git-ignored here: name its folders in the run's carry)
+RESERVE=${RESERVE:-1}           # minutes kept for packing
+
+t_end=$(( $(date +%s) + MINUTES * 60 ))
+left() { echo $(( (t_end - $(date +%s)) / 60 - RESERVE )); }
+stamp() { echo "== $(date -u +%FT%TZ) $*"; }
+pretrained() { [ -f "$1/provenance.json" ] && "$PY" -c "import json, sys
+sys.exit(0 if json.load(open(sys.argv[1]))['pretraining']['finished'] else 1)" "$1/provenance.json"; }
+finetuned() { [ -f "$1/provenance.json" ] && "$PY" -c "import json, sys
+sys.exit(0 if json.load(open(sys.argv[1]))['finetune']['steps'] >= int(sys.argv[2]) else 1)" "$1/provenance.json" "$2"; }
+
+[ "$DEVICE" = cuda ] && { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true; }
+mkdir -p "$G"
+for part in "$CARRY"/data*; do  # parts of the corpus shards, appended in the order they arrive
+    [ -f "$part/meta.json" ] || continue
+    stamp "unpack $part"
+    "$PY" -m training.device_pack unpack-data "$part" "$G/data"
+done
+if [ -f "$CARRY/init/pair.tar" ] && [ ! -d "$G/init/discriminator" ]; then
+    stamp "unpack $CARRY/init"
+    "$PY" -m training.device_pack unpack-pair "$CARRY/init" "$G/init"
+fi
+if [ -d "$CARRY/csc" ] && [ ! -f "$G/csc/dev.tsv" ]; then
+    stamp "unpack $CARRY/csc"
+    "$PY" -m training.device_pack unpack-files "$CARRY/csc" "$G/csc"
+fi
+
+if ! pretrained "$G/pre" && [ -f "$G/data/meta.json" ] && [ "$(left)" -ge 1 ]; then
+    init=()
+    [ -d "$G/init/discriminator" ] && init=(--init-from "$G/init")
+    stamp "pretrain for $(left) min"
+    # shellcheck disable=SC2086
+    "$PY" -m training.pretrain --data "$G/data" --out "$G/pre" --config "$CONFIG" --device "$DEVICE" \
+        --precision "$PRECISION" "${init[@]}" --batch-size "$BATCH" --seq-len "$SEQ" --lr "$LR" \
+        --warmup-steps "$WARMUP" --max-steps "$PRE_STEPS" --eval-every "$EVAL" --ckpt-every 500 \
+        --max-minutes "$(left)" $EXTRA
+fi
+
+if pretrained "$G/pre" && ! finetuned "$G/ft" "$FT_STEPS" && [ -f "$G/csc/$FT_TRAIN" ] && [ "$(left)" -ge 1 ]; then
+    stamp "fine-tune for $(left) min"
+    "$PY" -m training.finetune --init "$G/pre" --train "$G/csc/$FT_TRAIN" --dev "$G/csc/dev.tsv" --out "$G/ft" \
+        --device "$DEVICE" --precision "$PRECISION" --lr "$FT_LR" --warmup-steps 500 --max-steps "$FT_STEPS" \
+        --eval-every "$FT_EVAL" --ckpt-every 1000 --keep last --max-minutes "$(left)"
+fi
+
+stamp "pack into \$OUT"
+for run in pre ft; do
+    [ -f "$G/$run/discriminator/model.safetensors" ] && "$PY" -m training.device_pack pair "$G/$run" "$OUT/$run"
+done
+"$PY" -m training.device_pack logs "$OUT" "$G/pre" "$G/ft"
+ls -la "$OUT" "$OUT"/*/ 2>/dev/null || true
+for run in pre ft; do
+    [ -f "$G/$run/provenance.json" ] && { echo "$run:"; "$PY" -c "import json, sys
+p = json.load(open(sys.argv[1])); s = p.get('finetune') or p['pretraining']
+print({k: s.get(k) for k in ('step', 'steps', 'tokens_seen', 'finished', 'best_dev_cor_f1_proxy', 'elapsed_s')})" \
+        "$G/$run/provenance.json"; }
+done
+true
