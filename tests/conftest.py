@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,11 +15,20 @@ import pytest
 if TYPE_CHECKING:
     from corrector import Corrector
 
+ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 SAMPLE = (
     "今天天气很好我们去公园散步吧他已经知道自己错了这件事情没有那么简单"
     "未来末日候车侯爵拔草拨打电话精致精制中国人民银行北京上海张三李四汽已巳"
 )
+
+
+def run_python(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``python ARGS`` from the repository root (``-m training.x ...``), asserted to succeed."""
+    res = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, **(env or {})}, timeout=timeout)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res
 
 
 def tiny_vocab() -> list[str]:

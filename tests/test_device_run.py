@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import run_python as run
 
 from training import device_pack
 
@@ -23,13 +24,6 @@ SENTENCES = [
     "中国人民银行发布了新的货币政策。", "北京和上海的经济发展很快。", "未来的日子里，我们要更加努力工作。",
     "候车室里有很多人在等车。", "这个产品的做工非常精致，价格也很实惠。", "医生说他的病情已经好转了。",
 ]
-
-
-def run(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    res = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, **(env or {})}, timeout=timeout)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return res
 
 
 @pytest.fixture(scope="module")

@@ -150,7 +150,7 @@ def test_finetune_init_provenance_from_a_run_or_a_bundle(tmp_path):
     shipped model's earlier stages stay on record); from neither, nothing."""
     import json
 
-    from training.finetune import init_provenance
+    from training.loop import read_provenance as init_provenance
 
     run, bundle, bare = tmp_path / "run", tmp_path / "bundle", tmp_path / "bare"
     for d in (run, bundle, bare):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_python as run
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = [
@@ -22,13 +23,6 @@ CORPUS = [
     "这个产品的做工非常精致，价格也很实惠，推荐大家购买。",
     "医生说他的病情已经好转了，过几天就可以出院。",
 ] * 8
-
-
-def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    res = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, **(env or {})}, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return res
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,8 @@ SHARED=${SHARED:-../shared/data}
 THREADS=${THREADS:-2}
 D=data/electra_models/default
 stamp() { echo "== $(date -u +%FT%TZ) $*"; }
-# a run folder's provenance.json: pretraining finished its schedule / fine-tuning reached its last step
-pretrained() { [ -f "$1/provenance.json" ] && python -c "import json, sys
-sys.exit(0 if json.load(open(sys.argv[1]))['pretraining']['finished'] else 1)" "$1/provenance.json"; }
-finetuned() { [ -f "$1/provenance.json" ] && python -c "import json, sys
-sys.exit(0 if json.load(open(sys.argv[1]))['finetune']['steps'] >= int(sys.argv[2]) else 1)" "$1/provenance.json" "$2"; }
+# shellcheck source=training/stages.sh
+. training/stages.sh  # pretrained DIR, finetuned DIR STEPS
 
 if [ ! -f runs/data/meta.json ]; then
     stamp prepare

@@ -97,13 +97,13 @@ def unpack_data(src: Path, dst: Path) -> dict:
         raise SystemExit(f"{src}: {len(tokens)} training tokens, meta.json says {hi - lo}")
     with (dst / "train.bin").open("ab") as f:
         f.write(tokens.tobytes())
-    every = np.fromfile(dst / "train.bin", dtype=np.uint16)
-    np.save(dst / "train_starts.npy", sentence_starts(every))
+    before = np.load(dst / "train_starts.npy") if lo else np.zeros(0, np.int64)
+    np.save(dst / "train_starts.npy", np.concatenate([before, sentence_starts(tokens) + lo]))
     val = np.frombuffer(lzma.decompress((src / "val.bin.xz").read_bytes()), dtype=np.uint16)
     val.tofile(dst / "val.bin")
     np.save(dst / "val_starts.npy", sentence_starts(val))
     shutil.copyfile(src / "vocab.txt", dst / "vocab.txt")
-    meta = {**part, "train_tokens": int(len(every))}
+    meta = {**part, "train_tokens": int(hi)}
     (dst / "meta.json").write_text(json.dumps(meta, ensure_ascii=False, indent=2), encoding="utf-8")
     return {"train_tokens": meta["train_tokens"], "of": part["train_tokens_all"]}
 

@@ -36,10 +36,8 @@ RESERVE=${RESERVE:-1}           # minutes kept for packing
 t_end=$(( $(date +%s) + MINUTES * 60 ))
 left() { echo $(( (t_end - $(date +%s)) / 60 - RESERVE )); }
 stamp() { echo "== $(date -u +%FT%TZ) $*"; }
-pretrained() { [ -f "$1/provenance.json" ] && "$PY" -c "import json, sys
-sys.exit(0 if json.load(open(sys.argv[1]))['pretraining']['finished'] else 1)" "$1/provenance.json"; }
-finetuned() { [ -f "$1/provenance.json" ] && "$PY" -c "import json, sys
-sys.exit(0 if json.load(open(sys.argv[1]))['finetune']['steps'] >= int(sys.argv[2]) else 1)" "$1/provenance.json" "$2"; }
+# shellcheck source=training/stages.sh
+. training/stages.sh  # pretrained DIR, finetuned DIR STEPS (with $PY)
 
 [ "$DEVICE" = cuda ] && { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true; }
 mkdir -p "$G"

@@ -137,17 +137,6 @@ def reinit_discriminator_encoder(disc: ElectraForPreTraining) -> None:
     disc.discriminator_predictions.load_state_dict(fresh.discriminator_predictions.state_dict())
 
 
-def init_provenance(init: Path) -> dict:
-    """How the init pair was trained: a training run's provenance.json, or a bundle's manifest provenance
-    (fine-tuning on from the shipped model keeps its earlier stages on record)."""
-    prov_file, manifest = init / "provenance.json", init / "manifest.json"
-    if prov_file.exists():
-        return json.loads(prov_file.read_text(encoding="utf-8"))
-    if manifest.exists():
-        return dict(json.loads(manifest.read_text(encoding="utf-8")).get("provenance", {}))
-    return {}
-
-
 def load_init(init: Path | None, scratch: str | None) -> tuple[ElectraForMaskedLM, ElectraForPreTraining, dict]:
     if scratch:
         gen, disc = build_models(get_config(scratch))
@@ -158,7 +147,7 @@ def load_init(init: Path | None, scratch: str | None) -> tuple[ElectraForMaskedL
     assert init is not None
     disc = ElectraForPreTraining.from_pretrained(init / "discriminator", dtype=torch.float32)
     gen = ElectraForMaskedLM.from_pretrained(init / "generator", dtype=torch.float32)
-    prov = init_provenance(init)
+    prov = loop.read_provenance(init)
     if "finetune" in prov:  # init is itself a fine-tuned pair: keep the earlier stage(s) on record
         prov["finetune_stages"] = [*prov.get("finetune_stages", []), {"init": prov.get("init"), **prov.pop("finetune")}]
     return gen, disc, {"pretrained": True, **prov, "init": str(init)}

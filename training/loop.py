@@ -185,6 +185,17 @@ def write_provenance(out: Path, provenance: dict) -> None:
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
+def read_provenance(pair: Path) -> dict:
+    """How a pair was trained: a training run's provenance.json, or a bundle's manifest provenance (fine-tuning
+    on from the shipped model keeps its earlier stages on record); {} when neither is there."""
+    prov_file, manifest = pair / "provenance.json", pair / "manifest.json"
+    if prov_file.exists():
+        return json.loads(prov_file.read_text(encoding="utf-8"))
+    if manifest.exists():
+        return dict(json.loads(manifest.read_text(encoding="utf-8")).get("provenance", {}))
+    return {}
+
+
 def given_flags(parser: argparse.ArgumentParser, argv: list[str] | None) -> set[str]:
     """The ``dest`` names of the options actually written on the command line (defaults excluded)."""
     p = copy.deepcopy(parser)

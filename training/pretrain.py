@@ -246,8 +246,7 @@ def load_init_pair(model: ElectraPretrainer, init: Path) -> dict:
     except (OSError, RuntimeError) as e:
         raise SystemExit(f"--init-from {init}: not a pair of this --config's shape ({str(e).splitlines()[0]})") from e
     tie_embeddings(model.gen, model.disc)
-    prov_file = init / "provenance.json"
-    prev = json.loads(prov_file.read_text(encoding="utf-8")).get("pretraining", {}) if prov_file.exists() else {}
+    prev = loop.read_provenance(init).get("pretraining", {})
     return {"name": init.resolve().name, "tokens_seen": int(prev.get("tokens_seen", 0)),
             **({"ledger": prev["ledger"]} if "ledger" in prev else {}),
             **({"hardware": prev["hardware"]} if "hardware" in prev else {})}
@@ -279,11 +278,12 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
     model = ElectraPretrainer(model_cfg, cfg.rtd_weight, load_confusions(confusions_path))
     init_info = load_init_pair(model, init_from) if init_from and not resume else None
     model = model.to(rt.device)
-    if init_info is None and not resume and cfg.warm_start:
+    from_scratch = resume is None and init_info is None
+    if from_scratch and cfg.warm_start:
         n = warm_start_embeddings(model.disc, load_vocab_list(data))
         if rt.is_main:
             print(f"warm start: {n} LAC character embeddings")
-    if init_info is None and not resume and cfg.rtd_prior_bias:
+    if from_scratch and cfg.rtd_prior_bias:
         init_rtd_prior_bias(model.disc, cfg.mask_rate)
     opt = loop.make_optimizer(model, cfg.lr, cfg.weight_decay, rt.device)
     step, tokens_seen, elapsed_before = 0, 0, 0.0
