@@ -145,12 +145,12 @@ def test_finetune_batches_come_from_buckets_of_similar_length():
     assert len(one) == 10
 
 
-def test_finetune_init_provenance_from_a_run_or_a_bundle(tmp_path):
+def test_read_provenance_from_a_run_or_a_bundle(tmp_path):
     """Fine-tuning on from a run keeps its provenance.json; from a bundle, its manifest's provenance (so the
     shipped model's earlier stages stay on record); from neither, nothing."""
     import json
 
-    from training.loop import read_provenance as init_provenance
+    from training.loop import read_provenance
 
     run, bundle, bare = tmp_path / "run", tmp_path / "bundle", tmp_path / "bare"
     for d in (run, bundle, bare):
@@ -159,9 +159,9 @@ def test_finetune_init_provenance_from_a_run_or_a_bundle(tmp_path):
     (bundle / "manifest.json").write_text(json.dumps({"name": "x", "provenance": {"finetune": {"steps": 7},
                                                                                   "init": "step_3"}}),
                                           encoding="utf-8")
-    assert init_provenance(run) == {"finetune": {"steps": 4}}
-    assert init_provenance(bundle) == {"finetune": {"steps": 7}, "init": "step_3"}
-    assert init_provenance(bare) == {}
+    assert read_provenance(run) == {"finetune": {"steps": 4}}
+    assert read_provenance(bundle) == {"finetune": {"steps": 7}, "init": "step_3"}
+    assert read_provenance(bare) == {}
 
 
 def test_precision_autocasts_matmuls_only_when_bf16():

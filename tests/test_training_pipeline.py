@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT
 from conftest import run_python as run
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = [
     "今天天气很好，我们一起去公园散步。他已经知道自己错了，这件事情没有那么简单。",
     "中国人民银行发布了新的货币政策。北京和上海的经济发展很快。",

@@ -6,9 +6,9 @@
 #   nohup nice -n 10 bash training/campaign.sh > runs/campaign_driver.log 2>&1 &
 #
 # Stages: corpus shards -> pretraining to 24,500 steps (100.35M tokens of cpu-g4) -> CSC pairs -> 20,000-step
-# fine-tuning with a snapshot every 5,000 steps -> each snapshot on dev and SIGHAN-15 with the default bundle's
-# decoder (benchmarks/pair_point.sh: dev F1 against fine-tuning steps) -> the in-domain LM and its cross-fitting
-# folds -> the candidate bundle (benchmarks/bundle_point.sh). About 6 h of pretraining and 2-3 h of fine-tuning on
+# fine-tuning with a snapshot every 5,000 steps -> the in-domain LM and its cross-fitting folds -> the candidate
+# bundle (benchmarks/bundle_point.sh) -> each snapshot on dev and SIGHAN-15 with the default bundle's decoder
+# (benchmarks/pair_point.sh: dev F1 against fine-tuning steps). About 6 h of pretraining and 2-3 h of fine-tuning on
 # 2 CPU cores. THREADS (default 2) and SHARED (default ../shared/data) may be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,10 +50,6 @@ fi
 finetuned runs/ft100 20000 || { echo "fine-tuning stopped before its last step" >&2; exit 1; }
 
 [ -f runs/dev_split.tsv ] || python -m training.splits --data "$SHARED" --out runs/dev_split.tsv
-for snap in runs/ft100/snapshots/step*; do
-    name=ft100_s$(basename "$snap" | tr -dc 0-9)
-    [ -f "runs/snapft/$name.sighan15_lm.json" ] || { stamp "pair point $name"; bash benchmarks/pair_point.sh "$snap" "$name"; }
-done
 
 if [ ! -f runs/lm/dom10_folds/fold4/meta.json ]; then
     stamp in-domain LM
@@ -65,4 +61,10 @@ if [ ! -f runs/ft100_fp.txt ]; then
     stamp bundle
     bash benchmarks/bundle_point.sh runs/ft100 ft100
 fi
+for snap in runs/ft100/snapshots/step*; do
+    name=ft100_s$(basename "$snap" | tr -dc 0-9)
+    [ -f "runs/snapft/$name.sighan15_lm.json" ] || { stamp "pair point $name"; bash benchmarks/pair_point.sh "$snap" "$name"; }
+done
+
+
 stamp done
