@@ -137,3 +137,28 @@ def test_folds_over_a_corrector_share_its_sessions(tiny_bundle, tiny_lm, data: P
     assert over.map(pairs, decode) == loaded.map(pairs, decode)
     assert [f.evidence.lm.path for f in over.fixes] == [lm_folds / "fold0", lm_folds / "fold1"]
     assert [f.evidence.lm.path for f in loaded.fixes] == [lm_folds / "fold0", lm_folds / "fold1"]
+
+
+def test_reliability_only_scores_dev_with_the_folds(tiny_bundle, tiny_lm, data: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """training.ranker --reliability-only --fit-lm-folds scores dev as the calibration was fitted (each pair with
+    its fold's LM); without the folds, or on --pairs (not the training data's dev split), the bundle's LM."""
+    from training import ranker
+
+    lm_folds = tmp_path / "folds"
+    lm_folds.mkdir()
+    for k in (0, 1):
+        (lm_folds / f"fold{k}").symlink_to(tiny_lm, target_is_directory=True)
+    seen: list[tuple[object, list]] = []
+    monkeypatch.setattr(ranker, "reliability", lambda fix, pairs, png: seen.append((fix, pairs)) or [])
+    base = ["--model", str(tiny_bundle), "--data", str(data), "--holdout", "3", "--reliability-only"]
+    ranker.main(base + ["--fit-lm-folds", str(lm_folds)])
+    ranker.main(base)
+    other = tmp_path / "other.tsv"
+    other.write_text("我们第1天去公圆\t我们第1天去公园\n", encoding="utf-8")
+    ranker.main(base + ["--fit-lm-folds", str(lm_folds), "--pairs", str(other)])
+    (folds, dev), (plain, dev_again), (on_pairs, pairs) = seen
+    assert isinstance(folds, Folds) and [f.evidence.lm.path for f in folds.fixes] == [lm_folds / "fold0",
+                                                                                      lm_folds / "fold1"]
+    assert not isinstance(plain, Folds) and not isinstance(on_pairs, Folds)
+    assert dev == dev_again and len(dev) == 6 and pairs == [("我们第1天去公圆", "我们第1天去公园")]

@@ -22,7 +22,8 @@ seed give a byte-identical file. The synthetic errors copy how real ones happen:
 A share of sentences (``--clean-share``) is kept untouched so the model learns to leave correct text
 alone. Only CJK characters of the vocab are replaced, and only by CJK vocab characters seen in the corpus.
 The real pairs of ``--real`` are added ``--real-repeat`` times each; the first ``--holdout`` pairs of the
-first file (after a seeded shuffle) go to ``--holdout-out`` instead, as a dev split for threshold tuning.
+first file (after a shuffle seeded by ``HOLDOUT_SEED``, never ``--seed``: the same pairs as
+``training.splits``) go to ``--holdout-out`` instead, as a dev split for threshold tuning.
 The SIGHAN 2015 test set (the benchmark) is refused.
 """
 
@@ -46,6 +47,11 @@ from tqdm import tqdm
 from corrector.similarity import SimilarityTables, pinyin_similarity
 from corrector.text import _CJK_RANGES, is_cjk
 from corrector.tokenize import read_vocab_list
+
+# The held-out real pairs (the dev split, training.splits) are drawn with this seed whatever --seed is: on
+# 2026-11-26 a training file made with --seed 3 held out other pairs and so trained on 774 of the dev split's 915
+# erroneous pairs.
+HOLDOUT_SEED = 1
 
 KINDS = ("word", "sound", "shape", "random", "prior", "lm")
 DEFAULT_MIX = {"word": 0.30, "sound": 0.40, "shape": 0.25, "random": 0.05}  # roughly SIGHAN-like
@@ -655,7 +661,7 @@ def make_dataset(
         pairs, skipped = read_pairs(path)
         stats.real[path.name] = {"pairs": len(pairs), "skipped": skipped, "held_out": 0, "overlap": 0}
         if k == 0 and holdout > 0:
-            random.Random(f"{seed}/holdout").shuffle(pairs)
+            random.Random(f"{HOLDOUT_SEED}/holdout").shuffle(pairs)  # never --seed: one dev split for every file
             held, pairs = pairs[:holdout], pairs[holdout:]
             stats.real[path.name]["held_out"] = len(held)
         per_file.append((path, pairs))

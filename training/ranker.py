@@ -426,7 +426,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
     ap.add_argument("--reliability-only", action="store_true",
-                    help="only print the bundle's reliability table on dev (and draw --plot)")
+                    help="only print the bundle's reliability table on dev (and draw --plot); with "
+                    "--fit-lm-folds, dev is scored with the LM folds (cross-fitted, as the calibration was fitted)")
     ap.add_argument("--pairs", type=Path, help="with --reliability-only: a source<TAB>target file to use instead "
                     "of dev (an out-of-sample check of the calibration, which is fitted on dev)")
     a = ap.parse_args(argv)
@@ -435,7 +436,9 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.time()
     if a.reliability_only:
         pairs = read_pairs(a.pairs) if a.pairs else dev_pairs(a.data, a.holdout)
-        for row in reliability(Corrector.load(a.model, device="cpu"), pairs, a.plot):
+        bundle_fix = Corrector.load(a.model, device="cpu")  # with --fit-lm-folds: dev scored as the calibration saw it
+        scorer = Folds.over(bundle_fix, a.fit_lm_folds, a.data) if a.fit_lm_folds and not a.pairs else bundle_fix
+        for row in reliability(scorer, pairs, a.plot):
             print(json.dumps(row))
         return
     fix = Corrector.load(a.model, device="cpu", threshold=1.0)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from .make_csc_data import read_pairs, write_pairs
+from .make_csc_data import HOLDOUT_SEED, read_pairs, write_pairs
 
 SIGHAN_TRAIN = "csc/sighan_train.tsv"
 CSC_HARD_TRAIN = "csc/csc_hard_train.tsv"
 WANG_DEV = "csc/wang271k_dev.tsv"
 HOLDOUT = 1000
-SEED = 1
+SEED = HOLDOUT_SEED
 
 Pair = tuple[str, str]
 
