@@ -162,3 +162,18 @@ def test_reliability_only_scores_dev_with_the_folds(tiny_bundle, tiny_lm, data: 
                                                                                       lm_folds / "fold1"]
     assert not isinstance(plain, Folds) and not isinstance(on_pairs, Folds)
     assert dev == dev_again and len(dev) == 6 and pairs == [("我们第1天去公圆", "我们第1天去公园")]
+
+
+def test_check_train_finds_dev_pairs_in_a_training_file(data: Path, tmp_path: Path, capsys) -> None:
+    """python -m training.splits --check-train: 0 for a file without the dev split, 1 naming the count with it."""
+    from training import splits
+
+    rest, held = splits.sighan_holdout(data, 3)
+    clean = tmp_path / "clean.tsv"
+    clean.write_text("".join(f"{s}\t{t}\n" for s, t in rest), encoding="utf-8")
+    leaky = tmp_path / "leaky.tsv"
+    leaky.write_text("".join(f"{s}\t{t}\n" for s, t in rest + held[:2]), encoding="utf-8")
+    assert splits.leaked_pairs(data, clean, 3) == 0 and splits.leaked_pairs(data, leaky, 3) == 2
+    assert splits.main(["--data", str(data), "--holdout", "3", "--check-train", str(clean)]) == 0
+    assert splits.main(["--data", str(data), "--holdout", "3", "--check-train", str(leaky)]) == 1
+    assert "2 of the dev split's 3 held-out pairs" in capsys.readouterr().err

@@ -44,6 +44,8 @@ if [ ! -f runs/csc/train4.tsv ]; then
         "$SHARED/csc/csc_hard_train.tsv" --real-repeat 2 --holdout 1000 --holdout-out runs/csc/dev4.tsv --no-progress
 fi
 
+python -m training.splits --data "$SHARED" --check-train runs/csc/train4.tsv  # the dev split must stay unseen
+
 if ! finetuned runs/ft100c 30000; then
     stamp finetune
     python -m training.finetune --init runs/campaign --train runs/csc/train4.tsv --dev runs/csc/dev4.tsv \

@@ -66,15 +66,43 @@ def split_by_fold(pairs: list[Pair], fold_of: dict[str, int], folds: int) -> lis
     return out
 
 
+def leaked_pairs(data_dir: Path, train_file: Path, holdout: int = HOLDOUT) -> int:
+    """How many held-out pairs of the dev split have their target in ``train_file`` (source<TAB>target lines,
+    e.g. a training.make_csc_data output): anything but 0 means networks trained on it learn the dev split."""
+    _, held = sighan_holdout(data_dir, holdout)
+    targets = {t for _, t in held}
+    seen: set[str] = set()
+    with open(train_file, encoding="utf-8") as f:
+        for line in f:
+            target = line.rstrip("\n").split("\t")[1] if "\t" in line else ""
+            if target in targets:
+                seen.add(target)
+    return sum(t in seen for _, t in held)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Write the dev split as ``source<TAB>target`` lines (for ``training.evaluate --data``)."""
+    """Write the dev split as ``source<TAB>target`` lines (for ``training.evaluate --data``), or check that a
+    training file holds none of it."""
     import argparse
+    import sys
 
     ap = argparse.ArgumentParser(description="Write the dev split (held-out sighan_train pairs + their targets).")
     ap.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
-    ap.add_argument("--out", type=Path, required=True, help="TSV to write, e.g. runs/dev_split.tsv")
+    ap.add_argument("--out", type=Path, help="TSV to write, e.g. runs/dev_split.tsv")
+    ap.add_argument("--check-train", type=Path, metavar="TSV",
+                    help="instead: exit 1 if this training file holds any dev-split pair's target")
     ap.add_argument("--holdout", type=int, default=HOLDOUT)
     args = ap.parse_args(argv)
+    if args.check_train is not None:
+        leaked = leaked_pairs(args.data, args.check_train, args.holdout)
+        if leaked:
+            print(f"{args.check_train}: {leaked:,} of the dev split's {args.holdout:,} held-out pairs are in it "
+                  "(make it again with training.make_csc_data --holdout)", file=sys.stderr)
+            return 1
+        print(f"{args.check_train}: none of the dev split's pairs")
+        return 0
+    if args.out is None:
+        ap.error("give --out (or --check-train)")
     pairs = dev_pairs(args.data, args.holdout)
     write_pairs(args.out, pairs)
     print(f"{len(pairs):,} pairs -> {args.out}")
