@@ -227,7 +227,6 @@ def test_holdout_written_and_excluded(data, tables, homophones, tmp_path):
     assert len(train) == stats.written == 50 - stats.dropped_holdout_overlap + 2 * len(kept)
 
 
-
 def test_holdout_is_the_same_whatever_the_seed(data, tables, homophones, tmp_path):
     """The dev split must not depend on --seed: another seed gives other synthetic pairs, the same held-out ones."""
     held = []
@@ -237,6 +236,7 @@ def test_holdout_is_the_same_whatever_the_seed(data, tables, homophones, tmp_pat
         held.append(_pairs(tmp_path / f"dev{seed}.tsv"))
     assert held[0] == held[1] and len(held[0]) == 4
     assert _pairs(tmp_path / "train1.tsv") != _pairs(tmp_path / "train3.tsv")
+
 
 def test_refuses_the_benchmark(data, tmp_path, capsys):
     bench = tmp_path / "sighan15_test.tsv"

@@ -71,5 +71,4 @@ for snap in runs/ft100c/snapshots/step*; do
     [ -f "runs/snapft/$name.sighan15_lm.json" ] || { stamp "pair point $name"; bash benchmarks/pair_point.sh "$snap" "$name"; }
 done
 
-
 stamp done

@@ -53,6 +53,14 @@ from corrector.tokenize import read_vocab_list
 # erroneous pairs.
 HOLDOUT_SEED = 1
 
+
+def split_holdout(pairs: list[tuple[str, str]], holdout: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(the held-out pairs, the rest) after the one shuffle that defines the dev split: make_dataset and
+    training.splits both call this, so the two cannot draw different pairs."""
+    shuffled = list(pairs)
+    random.Random(f"{HOLDOUT_SEED}/holdout").shuffle(shuffled)
+    return shuffled[:holdout], shuffled[holdout:]
+
 KINDS = ("word", "sound", "shape", "random", "prior", "lm")
 DEFAULT_MIX = {"word": 0.30, "sound": 0.40, "shape": 0.25, "random": 0.05}  # roughly SIGHAN-like
 # prior: a character written for the intended one as in real errors (training.confusion_prior's
@@ -661,8 +669,7 @@ def make_dataset(
         pairs, skipped = read_pairs(path)
         stats.real[path.name] = {"pairs": len(pairs), "skipped": skipped, "held_out": 0, "overlap": 0}
         if k == 0 and holdout > 0:
-            random.Random(f"{HOLDOUT_SEED}/holdout").shuffle(pairs)  # never --seed: one dev split for every file
-            held, pairs = pairs[:holdout], pairs[holdout:]
+            held, pairs = split_holdout(pairs, holdout)  # never --seed: one dev split for every file
             stats.real[path.name]["held_out"] = len(held)
         per_file.append((path, pairs))
     held_targets = {t for _, t in held}

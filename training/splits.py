@@ -7,27 +7,23 @@ target side of each as an error-free sentence, so that false positives count as 
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
-from .make_csc_data import HOLDOUT_SEED, read_pairs, write_pairs
+from .make_csc_data import read_pairs, split_holdout, write_pairs
 
 SIGHAN_TRAIN = "csc/sighan_train.tsv"
 CSC_HARD_TRAIN = "csc/csc_hard_train.tsv"
 WANG_DEV = "csc/wang271k_dev.tsv"
 HOLDOUT = 1000
-SEED = HOLDOUT_SEED
 
 Pair = tuple[str, str]
 
 
-def sighan_holdout(data_dir: Path, holdout: int = HOLDOUT, seed: int = SEED) -> tuple[list[Pair], list[Pair]]:
+def sighan_holdout(data_dir: Path, holdout: int = HOLDOUT) -> tuple[list[Pair], list[Pair]]:
     """(the rest of sighan_train, the held-out pairs), exactly as make_csc_data splits them."""
-    pairs, _ = read_pairs(Path(data_dir) / SIGHAN_TRAIN)
-    random.Random(f"{seed}/holdout").shuffle(pairs)
-    held = pairs[:holdout]
+    held, rest = split_holdout(read_pairs(Path(data_dir) / SIGHAN_TRAIN)[0], holdout)
     targets = {t for _, t in held}
-    return [p for p in pairs[holdout:] if p[1] not in targets], held
+    return [p for p in rest if p[1] not in targets], held
 
 
 def dev_pairs(data_dir: Path, holdout: int = HOLDOUT) -> list[Pair]:
@@ -70,14 +66,8 @@ def leaked_pairs(data_dir: Path, train_file: Path, holdout: int = HOLDOUT) -> in
     """How many held-out pairs of the dev split have their target in ``train_file`` (source<TAB>target lines,
     e.g. a training.make_csc_data output): anything but 0 means networks trained on it learn the dev split."""
     _, held = sighan_holdout(data_dir, holdout)
-    targets = {t for _, t in held}
-    seen: set[str] = set()
-    with open(train_file, encoding="utf-8") as f:
-        for line in f:
-            target = line.rstrip("\n").split("\t")[1] if "\t" in line else ""
-            if target in targets:
-                seen.add(target)
-    return sum(t in seen for _, t in held)
+    trained = {t for _, t in read_pairs(train_file)[0]}
+    return sum(t in trained for _, t in held)
 
 
 def main(argv: list[str] | None = None) -> int:
