@@ -7,6 +7,9 @@
       generator/                    Hugging Face ElectraForMaskedLM (config.json, model.safetensors, vocab.txt)
       onnx/discriminator.onnx       input_ids, attention_mask -> logits (B, T)
       onnx/generator.onnx           input_ids, attention_mask, positions (B, P) -> logits (B, P, V)
+      onnx/joint.onnx               instead of those two, when the generator is a head on the discriminator's
+                                    body: input_ids, attention_mask, positions -> logits (B, P, V), rtd_logits (B, T)
+                                    from one pass (each weight stored once)
       onnx/*.int8.onnx              optional int8 copies for CPU (manifest "cpu_onnx": "int8" makes them the
                                     CPU default); manifest onnx.int8_activations "static" marks calibrated
                                     graphs (training.quantize), anything else dynamic ones
@@ -31,7 +34,9 @@ MANIFEST = "manifest.json"
 VOCAB = "discriminator/vocab.txt"
 ONNX_DISCRIMINATOR = "onnx/discriminator.onnx"
 ONNX_GENERATOR = "onnx/generator.onnx"
-ONNX_INT8 = {ONNX_DISCRIMINATOR: "onnx/discriminator.int8.onnx", ONNX_GENERATOR: "onnx/generator.int8.onnx"}
+ONNX_JOINT = "onnx/joint.onnx"
+ONNX_GRAPHS = {"discriminator": ONNX_DISCRIMINATOR, "generator": ONNX_GENERATOR, "joint": ONNX_JOINT}
+ONNX_INT8 = {rel: rel.removesuffix(".onnx") + ".int8.onnx" for rel in ONNX_GRAPHS.values()}
 Precision = Literal["auto", "fp32", "int8"]  # which CPU graphs; auto = what the manifest recommends
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 SIMILARITY_DIR = "similarity"
@@ -45,11 +50,14 @@ REQUIRED_FILES = (
     "generator/config.json",
     "generator/model.safetensors",
     "generator/vocab.txt",
-    ONNX_DISCRIMINATOR,
-    ONNX_GENERATOR,
     f"{SIMILARITY_DIR}/pinyin.tsv",
     f"{SIMILARITY_DIR}/shape.tsv",
 )
+
+
+def graph_names(root: Path) -> tuple[str, ...]:
+    """The networks' ONNX graphs a bundle directory holds, by name: one joint graph, or the pair."""
+    return ("joint",) if (root / ONNX_JOINT).is_file() else ("discriminator", "generator")
 
 
 def sha256_file(path: Path) -> str:
@@ -85,28 +93,34 @@ class Bundle:
         return self.path / rel
 
     @property
+    def graph_names(self) -> tuple[str, ...]:
+        """("joint",) when the bundle holds one graph for both heads, else ("discriminator", "generator")."""
+        return graph_names(self.path)
+
+    @property
     def has_int8(self) -> bool:
-        return all((self.path / rel).is_file() for rel in ONNX_INT8.values())
+        return all((self.path / ONNX_INT8[ONNX_GRAPHS[n]]).is_file() for n in self.graph_names)
 
     @property
     def int8_static(self) -> bool:
         """True when the int8 graphs have fixed (calibrated) activation scales, so rows never mix."""
         return self.manifest.onnx.get("int8_activations") == "static"
 
-    def onnx_files(self, precision: str) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
-        """(discriminator, generator) ONNX paths for (CUDA, CPU) given "auto", "fp32" or "int8".
+    def onnx_files(self, precision: str) -> tuple[dict[str, Path], dict[str, Path]]:
+        """The ONNX paths by graph name (:attr:`graph_names`) for (CUDA, CPU) given "auto", "fp32" or "int8".
 
         CUDA always gets the float graphs; CPU gets the int8 ones when asked for, or with "auto"
         when the manifest's ``cpu_onnx`` says they were measured to be as good and faster.
         """
         if precision not in PRECISIONS:
             raise CorrectorError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        rels = [ONNX_GRAPHS[n] for n in self.graph_names]
         if precision == "int8" and not self.has_int8:
-            raise CorrectorError(f"model bundle {self.path} has no int8 ONNX files ({ONNX_INT8[ONNX_DISCRIMINATOR]})")
-        fp = (self.file(ONNX_DISCRIMINATOR), self.file(ONNX_GENERATOR))
+            raise CorrectorError(f"model bundle {self.path} has no int8 ONNX files ({ONNX_INT8[rels[0]]})")
+        fp = {n: self.file(rel) for n, rel in zip(self.graph_names, rels)}
         use_int8 = precision == "int8" or (precision == "auto" and self.manifest.cpu_onnx == "int8")
-        cpu = tuple(self.file(ONNX_INT8[rel]) for rel in (ONNX_DISCRIMINATOR, ONNX_GENERATOR)) if use_int8 else fp
-        return fp, cpu  # type: ignore[return-value]
+        cpu = {n: self.file(ONNX_INT8[rel]) for n, rel in zip(self.graph_names, rels)} if use_int8 else fp
+        return fp, cpu
 
     @property
     def corrector_defaults(self) -> dict:
@@ -134,8 +148,9 @@ class Bundle:
             manifest = Manifest.from_dict(raw)
         except (TypeError, ValueError) as e:
             raise CorrectorError(f"bad model bundle: {mf}: {e}") from None
-        recommended = ONNX_INT8.values() if manifest.cpu_onnx == "int8" else ()
-        for rel in (*REQUIRED_FILES, *manifest.files, *recommended):
+        graphs = [ONNX_GRAPHS[n] for n in graph_names(root)]
+        recommended = [ONNX_INT8[rel] for rel in graphs] if manifest.cpu_onnx == "int8" else []
+        for rel in (*REQUIRED_FILES, *graphs, *manifest.files, *recommended):
             if not (root / rel).is_file():
                 raise CorrectorError(f"incomplete model bundle {root}: missing {rel}")
         digest = sha256_file(root / VOCAB)

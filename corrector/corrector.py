@@ -97,8 +97,8 @@ class Corrector:
             config = CorrectorConfig.from_dict({**defaults, **settings})
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
-        (disc, gen), cpu_files = bundle.onnx_files(precision)
-        networks = OnnxNetworks(disc, gen, device, threads, cpu_files,
+        graphs, cpu_graphs = bundle.onnx_files(precision)
+        networks = OnnxNetworks(graphs, device, threads, cpu_graphs,
                                 dynamic_int8=not bundle.int8_static)  # issue 13: rows never mix
         tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
         cand_dir = bundle.file(CANDIDATES_DIR)

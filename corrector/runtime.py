@@ -1,13 +1,14 @@
-"""ONNX Runtime sessions for the two networks: CUDA when it really loads, otherwise CPU."""
+"""ONNX Runtime sessions for the networks, held by name: CUDA when it really loads, otherwise CPU."""
 
 from __future__ import annotations
 
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -59,11 +60,20 @@ def _try_cuda(ort, path: Path, opts):
     return sess if sess.get_providers()[0] == "CUDAExecutionProvider" else None
 
 
-class OnnxNetworks:
-    """One session per network, shared by all threads (``InferenceSession.run`` is thread-safe).
+GRAPH_INPUTS = {"discriminator": ["input_ids", "attention_mask"],
+                "generator": ["input_ids", "attention_mask", "positions"],
+                "joint": ["input_ids", "attention_mask", "positions"]}
+PAIR, JOINT = ("discriminator", "generator"), ("joint",)  # the two ways a bundle holds its networks
 
-    ``cpu_files`` (discriminator, generator) replace the two graphs when the sessions run on CPU,
-    e.g. int8-quantised copies; CUDA always runs the float graphs.
+
+class OnnxNetworks:
+    """One session per graph, held by name and shared by all threads (``InferenceSession.run`` is thread-safe).
+
+    ``graphs`` names either a ``discriminator`` (input_ids, attention_mask -> RTD logits (B, T)) and a
+    ``generator`` (the same and positions (B, P) -> vocabulary logits (B, P, V)), or one ``joint`` graph that
+    gives both from one pass of a body the two heads share (outputs ``logits`` and ``rtd_logits``).
+    ``cpu_graphs`` replace them when the sessions run on CPU, e.g. int8-quantised copies; CUDA always runs the
+    float graphs.
 
     Every row's output depends on that row alone, never on the batch around it: float and statically
     quantised graphs compute rows independently; graphs that quantise activations dynamically
@@ -73,90 +83,120 @@ class OnnxNetworks:
     as fast on two cores as one call at a time with two intra-op threads, and gives the same numbers.
     """
 
-    def __init__(self, discriminator: Path, generator: Path, device: Device = "auto", threads: int = 0,
-                 cpu_files: tuple[Path, Path] | None = None, dynamic_int8: bool = False):
-        cpu_disc, cpu_gen = cpu_files or (discriminator, generator)
-        rows_alone_on_cpu = dynamic_int8 and ".int8." in cpu_disc.name  # CUDA runs the float graphs
+    def __init__(self, graphs: Mapping[str, Path], device: Device = "auto", threads: int = 0,
+                 cpu_graphs: Mapping[str, Path] | None = None, dynamic_int8: bool = False):
+        names = tuple(graphs)
+        if names not in (PAIR, JOINT):
+            raise CorrectorError(f"ONNX graphs must be {' and '.join(PAIR)}, or {JOINT[0]}; got {', '.join(names)}")
+        cpu = dict(cpu_graphs or graphs)
+        rows_alone_on_cpu = dynamic_int8 and ".int8." in cpu[names[0]].name  # CUDA runs the float graphs
         self.workers = (threads or os.cpu_count() or 1) if rows_alone_on_cpu else 1
         cpu_threads = 1 if rows_alone_on_cpu else threads
-        self.disc = _session(discriminator, device, cpu_threads, cpu_disc)
-        self.provider = self.disc.get_providers()[0]
+        self.sessions: dict[str, Any] = {}
+        for name in names:  # the first session decides the device; the others follow it
+            self.sessions[name] = _session(graphs[name], device, cpu_threads, cpu[name])
+            device = "cpu" if self.sessions[name].get_providers()[0] == "CPUExecutionProvider" else device
+        self.provider = self.sessions[names[0]].get_providers()[0]
         on_cpu = self.provider == "CPUExecutionProvider"
-        self.gen = _session(generator, "cpu" if on_cpu else device, cpu_threads, cpu_gen)
-        self.files = (cpu_disc, cpu_gen) if on_cpu else (discriminator, generator)
-        self.precision = "int8" if ".int8." in self.files[0].name else "fp32"
+        self.files = {name: cpu[name] if on_cpu else graphs[name] for name in names}
+        self.precision = "int8" if ".int8." in self.files[names[0]].name else "fp32"
         self.rows_alone = dynamic_int8 and self.precision == "int8"
+        self.joint = names == JOINT
         self._pool = ProcessLocalPool(self.workers, "onnx-row")
-        _check_io(self.disc, discriminator, ["input_ids", "attention_mask"])
-        _check_io(self.gen, generator, ["input_ids", "attention_mask", "positions"])
-        v = self.gen.get_outputs()[0].shape[-1]
+        for name, sess in self.sessions.items():
+            _check_io(sess, graphs[name], GRAPH_INPUTS[name])
+        vocab_out = self.sessions[names[-1]].get_outputs()
+        if self.joint and [o.name for o in vocab_out] != ["logits", "rtd_logits"]:
+            raise CorrectorError(f"ONNX model {graphs['joint']} has outputs {[o.name for o in vocab_out]}, "
+                                 "expected ['logits', 'rtd_logits']")
+        v = vocab_out[0].shape[-1]
         self.vocab_size = v if isinstance(v, int) else 0  # a symbolic size is known from the first output
 
     def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, LogProbs]:
-        """Both networks on one batch: P(replaced) for every token, shape (B, T), and the generator's
+        """Both heads on one batch: P(replaced) for every token, shape (B, T), and the generator's
         log-probabilities at the asked positions (the non-zero ones, row by row; see :meth:`generate_at`).
-        Run row by row, the two networks' calls share the workers, so even one text uses two cores."""
+        Run row by row, the two networks' calls share the workers, so even one text uses two cores.
+        (A joint graph's rows that ask for no position are not run: their P(replaced) is 0.)"""
         if not self.rows_alone:
+            if self.joint:
+                logits, rtd = self.sessions["joint"].run(None, _feeds(ids, attn, positions))
+                return _sigmoid(rtd), LogProbs.from_logits(logits[positions > 0])
             return self.discriminate(ids, attn), self.generate_at(ids, attn, positions)
         asked = np.count_nonzero(positions, axis=1).tolist()
         todo = [r for r in range(len(ids)) if asked[r]]
-        outs = self._rows(ids, attn, [(r, 0) for r in range(len(ids))] + [(r, asked[r]) for r in todo], positions)
         rtd = np.zeros(ids.shape, dtype=np.float32)
-        for r, out in enumerate(outs[: len(ids)]):
-            rtd[r, : len(out)] = out
-        gen = outs[len(ids) :]
+        if self.joint:
+            outs = self._rows(ids, attn, [(r, asked[r]) for r in todo], positions)
+            for r, (_, row_rtd) in zip(todo, outs):
+                rtd[r, : len(row_rtd)] = row_rtd
+            gen = [logits for logits, _ in outs]
+        else:
+            outs = self._rows(ids, attn, [(r, 0) for r in range(len(ids))] + [(r, asked[r]) for r in todo], positions)
+            for r, out in enumerate(outs[: len(ids)]):
+                rtd[r, : len(out)] = out
+            gen = outs[len(ids) :]
         lp = LogProbs.from_logits(np.concatenate(gen) if gen else np.zeros((0, self.vocab_size), np.float32))
         return _sigmoid(rtd), lp
 
     def discriminate(self, ids: np.ndarray, attn: np.ndarray) -> np.ndarray:
         """P(replaced) for every token, shape (B, T)."""
+        if self.joint:
+            return self.run(ids, attn, np.ones((len(ids), 1), dtype=np.int64))[0]
         if self.rows_alone:
             logits = np.zeros(ids.shape, dtype=np.float32)
             for r, out in enumerate(self._rows(ids, attn, [(r, 0) for r in range(len(ids))])):
                 logits[r, : len(out)] = out
         else:
-            (logits,) = self.disc.run(None, {"input_ids": ids, "attention_mask": attn})
+            (logits,) = self.sessions["discriminator"].run(None, _feeds(ids, attn))
         return _sigmoid(logits.astype(np.float32))
 
     def generate(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """Log-probabilities over the vocabulary at the given token positions, shape (B, P, V).
 
         Position 0 ([CLS]) is never asked for: a row's trailing zeros are padding."""
+        vocab_graph = "joint" if self.joint else "generator"
         if not self.rows_alone:
-            (logits,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
+            logits = self.sessions[vocab_graph].run(None, _feeds(ids, attn, positions))[0]
             return _log_softmax(logits)
         asked = np.count_nonzero(positions, axis=1).tolist()
         todo = [r for r in range(len(ids)) if asked[r]]
         out = np.zeros((*positions.shape, self.vocab_size), dtype=np.float32)
         for r, row in zip(todo, self._rows(ids, attn, [(r, asked[r]) for r in todo], positions)):
-            out[r, : asked[r]] = row
+            out[r, : asked[r]] = row[0] if self.joint else row
         return _log_softmax(out)
 
     def generate_at(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> LogProbs:
         """Log-probabilities at the asked positions only (the non-zero ones, row by row), N rows: no work
         is spent on padding, and none on normalising every entry (see :class:`LogProbs`)."""
-        if self.rows_alone:
+        if self.rows_alone or self.joint:
             return self.run(ids, attn, positions)[1]  # (the discriminator rows are cheap next to the generator's)
-        (logits,) = self.gen.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
+        logits = self.sessions["generator"].run(None, _feeds(ids, attn, positions))[0]
         return LogProbs.from_logits(logits[positions > 0])
 
     def _rows(self, ids: np.ndarray, attn: np.ndarray, calls: list[tuple[int, int]],
-              positions: np.ndarray | None = None) -> list[np.ndarray]:
+              positions: np.ndarray | None = None) -> list[Any]:
         """One unpadded session call per (row, p): the discriminator when p == 0, else the generator at
-        the row's first p positions. Outputs in the order asked, each (T,) or (p, V)."""
+        the row's first p positions, each output (T,) or (p, V); a joint graph gives both, (p, V) and (T,)."""
         lengths = attn.sum(1).tolist()
 
-        def call(job: tuple[int, int]) -> np.ndarray:
+        def call(job: tuple[int, int]) -> Any:
             r, p = job
-            feeds = {"input_ids": ids[r : r + 1, : lengths[r]], "attention_mask": attn[r : r + 1, : lengths[r]]}
+            row_ids, row_attn = ids[r : r + 1, : lengths[r]], attn[r : r + 1, : lengths[r]]
             if p == 0:
-                return self.disc.run(None, feeds)[0][0]
+                return self.sessions["discriminator"].run(None, _feeds(row_ids, row_attn))[0][0]
             assert positions is not None
-            return self.gen.run(None, {**feeds, "positions": positions[r : r + 1, :p]})[0][0]
+            outs = self.sessions["joint" if self.joint else "generator"].run(
+                None, _feeds(row_ids, row_attn, positions[r : r + 1, :p]))
+            return (outs[0][0], outs[1][0]) if self.joint else outs[0][0]
 
         if self.workers <= 1 or len(calls) <= 1:
             return [call(c) for c in calls]
         return list(self._pool.get().map(call, calls))
+
+
+def _feeds(ids: np.ndarray, attn: np.ndarray, positions: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    feeds = {"input_ids": ids, "attention_mask": attn}
+    return feeds if positions is None else {**feeds, "positions": positions}
 
 
 class ProcessLocalPool:

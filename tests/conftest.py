@@ -45,16 +45,20 @@ def tiny_vocab() -> list[str]:
     return vocab
 
 
-def build_tiny_bundle(out: Path, seed: int = 0) -> Path:
+def build_tiny_bundle(out: Path, seed: int = 0, joint: bool = False) -> Path:
+    """``joint``: the generator is a head on the discriminator's body (one ONNX graph for both)."""
     import torch
 
     from training.export import write_bundle
+    from training.finetune import generator_on_discriminator
     from training.modeling import build_models, get_config
 
     torch.manual_seed(seed)
     vocab_file = out.parent / f"{out.name}-vocab.txt"
     vocab_file.write_text("\n".join(tiny_vocab()) + "\n", encoding="utf-8")
     gen, disc = build_models(get_config("debug"))
+    if joint:
+        gen = generator_on_discriminator(gen, disc)
     freq = {c: 10 for c in SAMPLE}
     write_bundle(disc, gen, vocab_file, out, name="tiny", char_freq=freq, max_seq_len=64,
                  provenance={"note": "random weights, for tests"})

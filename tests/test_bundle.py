@@ -301,7 +301,7 @@ def test_export_writes_int8_copies_and_measures_their_drift(tiny_bundle):
 def test_precision_picks_the_cpu_graphs(bundle_copy):
     assert Corrector.load(bundle_copy, device="cpu").networks.precision == "fp32"  # manifest says fp32
     fix = Corrector.load(bundle_copy, device="cpu", precision="int8")
-    assert fix.networks.precision == "int8" and fix.networks.files[0].name == "discriminator.int8.onnx"
+    assert fix.networks.precision == "int8" and fix.networks.files["discriminator"].name == "discriminator.int8.onnx"
     text = "今天天汽很好，hello！"
     assert len(fix.correct(text).target) == len(text)
     m = manifest_of(bundle_copy)

@@ -98,7 +98,8 @@ def test_runtime_turns_logits_into_probabilities(tiny_bundle, torch_models, batc
 
     ids, attn, positions = batch
     want_d, want_g = torch_logits(torch_models, ids, attn, positions)
-    nets = OnnxNetworks(tiny_bundle / ONNX_DISCRIMINATOR, tiny_bundle / ONNX_GENERATOR, device="cpu")
+    nets = OnnxNetworks({"discriminator": tiny_bundle / ONNX_DISCRIMINATOR, "generator": tiny_bundle / ONNX_GENERATOR},
+                        device="cpu")
     real = attn.astype(bool)
     probs = nets.discriminate(ids, attn)
     assert np.abs(probs - torch.sigmoid(torch.from_numpy(want_d)).numpy())[real].max() <= TOLERANCE
@@ -193,3 +194,90 @@ def test_export_fails_cleanly_past_tolerance(tiny_bundle, tmp_path, monkeypatch,
     err = capsys.readouterr().err.strip("\n").split("\n")
     assert len(err) == 1 and err[0].startswith("error: ONNX output differs from torch")
     assert not out.exists() and not out.with_name("out.partial").exists()
+
+
+@pytest.fixture(scope="module")
+def joint_bundle(tmp_path_factory) -> Path:
+    from conftest import build_tiny_bundle
+
+    return build_tiny_bundle(tmp_path_factory.mktemp("joint") / "joint", joint=True)
+
+
+def test_a_generator_on_the_discriminators_body_exports_one_graph(joint_bundle, batch):
+    """Both heads come from one graph (each weight stored once) and agree with the two torch models, loaded
+    back from the bundle's Hugging Face directories as two separate networks."""
+    import onnxruntime as ort
+    import torch
+    import transformers
+
+    from corrector.bundle import ONNX_JOINT, Bundle
+
+    onnx_files = sorted(p.name for p in (joint_bundle / "onnx").iterdir())
+    assert onnx_files == ["joint.int8.onnx", "joint.onnx"]
+    assert Bundle.load(joint_bundle).graph_names == ("joint",)
+    disc = transformers.ElectraForPreTraining.from_pretrained(joint_bundle / "discriminator", dtype=torch.float32)
+    gen = transformers.ElectraForMaskedLM.from_pretrained(joint_bundle / "generator", dtype=torch.float32)
+    assert gen.config.hidden_size == disc.config.hidden_size
+    ids, attn, positions = batch
+    want_d, want_g = torch_logits((disc.eval(), gen.eval()), ids, attn, positions)
+    sess = ort.InferenceSession(str(joint_bundle / ONNX_JOINT), providers=["CPUExecutionProvider"])
+    assert [o.name for o in sess.get_outputs()] == ["logits", "rtd_logits"]
+    got_g, got_d = sess.run(None, {"input_ids": ids, "attention_mask": attn, "positions": positions})
+    real = attn.astype(bool)
+    assert np.abs(got_d - want_d)[real].max() <= TOLERANCE
+    assert np.abs(got_g - want_g).max() <= TOLERANCE
+    assert np.ptp(want_d[real]) > 10 * TOLERANCE
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_joint_networks_match_a_pair_run_on_the_same_weights(joint_bundle, batch, precision):
+    """The Corrector's runtime on the joint graph gives what the same weights give as a discriminator and a
+    generator graph, in whole batches (fp32) and one unpadded row per call (int8)."""
+    from corrector.bundle import Bundle
+    from training.onnx_export import DiscriminatorLogits, GeneratorLogitsAt, _export
+
+    ids, attn, positions = batch
+    bundle = Bundle.load(joint_bundle)
+    graphs, cpu_graphs = bundle.onnx_files(precision)
+    joint = OnnxNetworks(graphs, "cpu", 0, cpu_graphs, dynamic_int8=True)
+    assert joint.joint and joint.rows_alone == (precision == "int8")
+    rtd, lp = joint.run(ids, attn, positions)
+    if precision == "fp32":
+        import torch
+        import transformers
+
+        d = transformers.ElectraForPreTraining.from_pretrained(joint_bundle / "discriminator", dtype=torch.float32)
+        g = transformers.ElectraForMaskedLM.from_pretrained(joint_bundle / "generator", dtype=torch.float32)
+        pair_dir = joint_bundle.parent / "pair-onnx"
+        pair_dir.mkdir(exist_ok=True)
+        _export(DiscriminatorLogits(d.eval()), (torch.from_numpy(ids), torch.from_numpy(attn)),
+                pair_dir / "discriminator.onnx", ["input_ids", "attention_mask"], ["logits"],
+                {"input_ids": {0: "b", 1: "t"}, "attention_mask": {0: "b", 1: "t"}, "logits": {0: "b", 1: "t"}})
+        _export(GeneratorLogitsAt(g.eval()), tuple(torch.from_numpy(a) for a in batch), pair_dir / "generator.onnx",
+                ["input_ids", "attention_mask", "positions"], ["logits"],
+                {"input_ids": {0: "b", 1: "t"}, "attention_mask": {0: "b", 1: "t"}, "positions": {0: "b", 1: "p"},
+                 "logits": {0: "b", 1: "p"}})
+        pair = OnnxNetworks({"discriminator": pair_dir / "discriminator.onnx", "generator": pair_dir / "generator.onnx"},
+                            device="cpu")
+        want_rtd, want_lp = pair.run(ids, attn, positions)
+        assert np.abs(rtd - want_rtd)[attn.astype(bool)].max() <= TOLERANCE
+        assert np.abs(lp.dense() - want_lp.dense()).max() <= TOLERANCE
+    else:  # one row at a time: each row's outputs are what that row gives alone
+        for r in range(len(ids)):
+            n = int(attn[r].sum())
+            one_rtd, one_lp = joint.run(ids[r : r + 1, :n], attn[r : r + 1, :n], positions[r : r + 1])
+            assert np.array_equal(one_rtd[0], rtd[r, :n])
+            rows = slice(int(np.count_nonzero(positions[:r])), int(np.count_nonzero(positions[: r + 1])))
+            assert np.array_equal(one_lp.dense(), lp.dense()[rows])
+    assert lp.dense().shape == (np.count_nonzero(positions), 21128)
+
+
+def test_corrector_on_a_joint_bundle(joint_bundle):
+    from corrector import Corrector
+
+    fix = Corrector.load(joint_bundle, device="cpu", threshold=0.0)
+    assert fix.networks.joint and fix.networks.precision == fix.bundle.manifest.cpu_onnx
+    texts = ["今天天汽很好", "", "hello 未来中国"]
+    out = fix.correct_batch(texts)
+    assert [r.to_dict() for r in out] == [fix.correct(t).to_dict() for t in texts]
+    assert all(len(r.target) == len(t) for r, t in zip(out, texts)) and out[0].edits  # forced: edits happen

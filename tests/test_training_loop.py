@@ -189,3 +189,46 @@ def test_auto_precision_never_picks_emulated_bf16(monkeypatch):
         assert loop.setup_runtime("cpu", precision="bf16").precision == "bf16"  # an explicit flag still wins
     finally:
         loop.cpu_prefers_bf16.cache_clear()
+
+
+def test_generator_on_the_discriminators_body_shares_one_pass():
+    """--generator-body discriminator: the corrector is the discriminator's body (the same module) under a
+    generator head, its output tied to the shared embeddings; with nothing masked, one forward pass gives
+    exactly the losses of two separate passes."""
+    import torch.nn.functional as F
+
+    from training.finetune import CscModel, generator_on_discriminator
+    from training.modeling import build_models, generator_head, get_config
+
+    torch.manual_seed(0)
+    gen, disc = build_models(get_config("debug", vocab_size=50))
+    wide = generator_on_discriminator(gen, disc)
+    assert wide.electra is disc.electra and wide.config.hidden_size == disc.config.hidden_size
+    assert wide.generator_lm_head.weight is disc.electra.embeddings.word_embeddings.weight
+    assert torch.equal(wide.generator_lm_head.bias, gen.generator_lm_head.bias)
+    model = CscModel(wide, disc).eval()
+    src = torch.tensor([[2, 10, 11, 12, 3], [2, 20, 21, 3, 0]])
+    tgt = src.clone()
+    tgt[0, 2] = 13
+    editable = (src > 3)
+    train_pos = editable.clone()
+    out = model(src, tgt, editable, train_pos, torch.zeros_like(src, dtype=torch.bool), det_weight=2.0)
+    attn = (src != 0).long()
+    d = disc(input_ids=src, attention_mask=attn).logits
+    det = F.binary_cross_entropy_with_logits(d[attn.bool()], ((src != tgt) & editable)[attn.bool()].float())
+    h = wide.electra(input_ids=src, attention_mask=attn).last_hidden_state[train_pos]
+    cor = F.cross_entropy(generator_head(wide, h), tgt[train_pos])
+    assert torch.allclose(out["det"], det, atol=1e-6) and torch.allclose(out["cor"], cor, atol=1e-6)
+    assert torch.allclose(out["loss"], cor + 2.0 * det, atol=1e-6)
+    # such a pair loaded back as two models (equal bodies) is tied again, its trained head kept
+    import copy
+
+    disc2, gen2 = copy.deepcopy(disc), copy.deepcopy(wide)
+    gen2.electra = copy.deepcopy(disc2.electra)
+    assert gen2.electra is not disc2.electra
+    again = generator_on_discriminator(gen2, disc2)
+    assert again is gen2 and again.electra is disc2.electra
+    assert again.generator_lm_head.weight is disc2.electra.embeddings.word_embeddings.weight
+    torch.manual_seed(1)
+    fresh = generator_on_discriminator(build_models(get_config("debug", vocab_size=50))[0], disc2)
+    assert not torch.equal(fresh.generator_predictions.dense.weight, again.generator_predictions.dense.weight)

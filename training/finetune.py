@@ -29,7 +29,7 @@ from corrector.tokenize import SPECIAL_IDS
 
 from . import loop
 from .csc_data import EncodedPairs, collate, encode_pairs, read_pairs
-from .modeling import build_models, generator_head, get_config
+from .modeling import build_models, generator_head, get_config, shares_body
 
 
 @dataclass
@@ -43,6 +43,8 @@ class FinetuneConfig:
     mask_prob: float = 0.5  # share of generator-trained positions shown as [MASK]
     copy_rate: float = 0.15  # share of correct characters the generator also learns to reproduce
     det_weight: float = 5.0  # detection loss weight
+    generator_body: str = "own"  # "discriminator": the corrector is the discriminator's body with a generator head
+    #                              (one network, two heads, the pretrained generator's 1/4-width body set aside)
     bucket_batches: int = 64  # batches' worth of pairs of similar length a batch is drawn from (0: any pairs)
     seed: int = 1234
     log_every: int = 20
@@ -61,12 +63,17 @@ class CscModel(nn.Module):
         attn = (src != SPECIAL_IDS["[PAD]"]).long()
         wrong = (src != tgt) & editable
         # detection: every real token, label = wrong
-        d_logits = self.disc(input_ids=src, attention_mask=attn).logits.float()
+        h_disc = self.disc.electra(input_ids=src, attention_mask=attn).last_hidden_state
+        d_logits = self.disc.discriminator_predictions(h_disc).float()
         keep = attn.bool()
         det = F.binary_cross_entropy_with_logits(d_logits[keep], wrong[keep].float())
         # correction: errors (+ sampled correct characters), masked or as they are
-        gen_in = torch.where(train_pos & show_mask, torch.full_like(src, SPECIAL_IDS["[MASK]"]), src)
-        h = self.gen.electra(input_ids=gen_in, attention_mask=attn).last_hidden_state[train_pos]
+        masked = train_pos & show_mask
+        if self.gen.electra is self.disc.electra and not bool(masked.any()):
+            h = h_disc[train_pos]  # one body, nothing masked: the detection pass serves both heads
+        else:
+            gen_in = torch.where(masked, torch.full_like(src, SPECIAL_IDS["[MASK]"]), src)
+            h = self.gen.electra(input_ids=gen_in, attention_mask=attn).last_hidden_state[train_pos]
         logits = generator_head(self.gen, h).float()
         targets = tgt[train_pos]
         cor = F.cross_entropy(logits, targets) if len(targets) else logits.sum() * 0
@@ -137,6 +144,24 @@ def reinit_discriminator_encoder(disc: ElectraForPreTraining) -> None:
     disc.discriminator_predictions.load_state_dict(fresh.discriminator_predictions.state_dict())
 
 
+def generator_on_discriminator(gen: ElectraForMaskedLM, disc: ElectraForPreTraining) -> ElectraForMaskedLM:
+    """A generator whose body *is* the discriminator's (one module, so one forward pass can serve detection and
+    correction): the discriminator's width and depth, a new prediction head (its LayerNorm and output bias taken
+    from ``gen``), the output tied to the shared embeddings. ``gen``'s own narrow body is set aside. A ``gen`` that
+    already sits on an equal body (a pair saved from such a run) keeps its head and is tied to ``disc`` again."""
+    if shares_body(disc, gen):
+        gen.electra = disc.electra
+        gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
+        return gen
+    wide = ElectraForMaskedLM(disc.config)
+    wide.electra = disc.electra
+    wide.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
+    with torch.no_grad():
+        wide.generator_lm_head.bias.copy_(gen.generator_lm_head.bias)
+        wide.generator_predictions.LayerNorm.load_state_dict(gen.generator_predictions.LayerNorm.state_dict())
+    return wide
+
+
 def load_init(init: Path | None, scratch: str | None) -> tuple[ElectraForMaskedLM, ElectraForPreTraining, dict]:
     if scratch:
         gen, disc = build_models(get_config(scratch))
@@ -175,6 +200,13 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
         torch.manual_seed(cfg.seed)
         reinit_discriminator_encoder(disc)
         init_info["discriminator_encoder"] = "re-initialised before fine-tuning (pretrained one had collapsed)"
+    if cfg.generator_body == "discriminator":
+        if not resume:
+            torch.manual_seed(cfg.seed)
+        gen = generator_on_discriminator(gen, disc)
+        init_info["generator_body"] = "the discriminator's (one body, two heads)"
+    elif cfg.generator_body != "own":
+        raise SystemExit(f"--generator-body must be 'own' or 'discriminator', got {cfg.generator_body!r}")
     model = CscModel(gen, disc).to(rt.device)
     vocab_path = (args.vocab or (args.init / "discriminator" / "vocab.txt" if args.init else None))
     if vocab_path is None or not Path(vocab_path).exists():
@@ -290,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the pair written to --out: the best step on the dev proxy (best/ keeps it either way), or "
                          "the last step (the proxy, a thresholded top-1 decoder, is noisy next to the full pipeline)")
     for f in fields(FinetuneConfig):
-        typ = {"int": int, "float": float}[f.type] if isinstance(f.type, str) else f.type
+        typ = {"int": int, "float": float, "str": str}[f.type] if isinstance(f.type, str) else f.type
         ap.add_argument("--" + f.name.replace("_", "-"), type=typ, default=f.default)
     return ap
 

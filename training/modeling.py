@@ -103,6 +103,15 @@ def tie_embeddings(gen: ElectraForMaskedLM, disc: ElectraForPreTraining) -> None
     gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
 
 
+def shares_body(disc: ElectraForPreTraining, gen: ElectraForMaskedLM) -> bool:
+    """True when the generator's body is the discriminator's: the same module, or equal shapes and weights
+    (a pair saved from such a run and loaded back as two models)."""
+    if gen.electra is disc.electra:
+        return True
+    a, b = disc.electra.state_dict(), gen.electra.state_dict()
+    return a.keys() == b.keys() and all(a[k].shape == b[k].shape and torch.equal(a[k], b[k]) for k in a)
+
+
 def generator_head(gen: ElectraForMaskedLM, hidden: torch.Tensor) -> torch.Tensor:
     """Vocabulary logits from the generator's last hidden states (any leading shape): the one place the
     generator's prediction head (dense, GELU, LayerNorm, tied output embedding) is applied."""

@@ -22,12 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.bundle import MANIFEST, ONNX_INT8, Bundle
+from corrector.bundle import MANIFEST, ONNX_GRAPHS, ONNX_INT8, Bundle, graph_names
 from corrector.tokenize import build_tokenizer, encode_batch
 
 from .onnx_fp16 import expanded_copy
 
-NAMES = ("discriminator", "generator")
 INT8_STATIC = "static"  # manifest onnx.int8_activations for graphs written here
 
 
@@ -44,14 +43,14 @@ def weight_nodes(path: Path) -> list[str]:
 class _Feeds:
     """onnxruntime's CalibrationDataReader protocol: one unpadded row per feed, as the Corrector sees text."""
 
-    def __init__(self, rows: Sequence[Sequence[int]], generator: bool):
-        self._it: Iterator[dict[str, np.ndarray]] = iter([self._feed(r, generator) for r in rows])
+    def __init__(self, rows: Sequence[Sequence[int]], with_positions: bool):
+        self._it: Iterator[dict[str, np.ndarray]] = iter([self._feed(r, with_positions) for r in rows])
 
     @staticmethod
-    def _feed(row: Sequence[int], generator: bool) -> dict[str, np.ndarray]:
+    def _feed(row: Sequence[int], with_positions: bool) -> dict[str, np.ndarray]:
         ids = np.asarray([row], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-        if generator:
+        if with_positions:
             feed["positions"] = np.arange(1, max(2, ids.shape[1] - 1), dtype=np.int64)[None]
         return feed
 
@@ -69,9 +68,9 @@ def quantize_static_pair(onnx_dir: Path, rows: Sequence[Sequence[int]], per_chan
     level, root.level = root.level, logging.ERROR  # quantize_static warns about optional pre-processing
     try:
         with tempfile.TemporaryDirectory() as d:
-            for name in NAMES:  # from float32 initializers, even where the bundle stores them as fp16
+            for name in graph_names(onnx_dir.parent):  # from float32 initializers, even where stored as fp16
                 src = expanded_copy(onnx_dir / f"{name}.onnx", Path(d) / f"{name}.onnx")
-                quantize_static(src, onnx_dir / f"{name}.int8.onnx", _Feeds(rows, name == "generator"),
+                quantize_static(src, onnx_dir / f"{name}.int8.onnx", _Feeds(rows, name != "discriminator"),
                                 quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
                                 weight_type=QuantType.QInt8, per_channel=per_channel,
                                 nodes_to_quantize=weight_nodes(src), op_types_to_quantize=["MatMul", "Gather"],
@@ -104,7 +103,7 @@ def requantize_bundle(model: Path, texts: Sequence[str]) -> dict:
     quantize_static_pair(model / "onnx", calibration_rows(bundle, texts))
     manifest = bundle.manifest
     manifest.onnx = {**manifest.onnx, "int8_activations": INT8_STATIC, "int8_calibration_sentences": len(texts)}
-    manifest.files = sorted(set(manifest.files) | set(ONNX_INT8.values()))
+    manifest.files = sorted(set(manifest.files) | {ONNX_INT8[ONNX_GRAPHS[n]] for n in bundle.graph_names})
     (model / MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
     return manifest.to_dict()
 
