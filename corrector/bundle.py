@@ -9,7 +9,7 @@
       onnx/generator.onnx           input_ids, attention_mask, positions (B, P) -> logits (B, P, V)
       onnx/joint.onnx               instead of those two, when the generator is a head on the discriminator's
                                     body: input_ids, attention_mask, positions -> logits (B, P, V), rtd_logits (B, T)
-                                    from one pass (each weight stored once)
+                                    from one pass (the shared body stored once)
       onnx/*.int8.onnx              optional int8 copies for CPU (manifest "cpu_onnx": "int8" makes them the
                                     CPU default); manifest onnx.int8_activations "static" marks calibrated
                                     graphs (training.quantize), anything else dynamic ones

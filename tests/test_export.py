@@ -204,7 +204,7 @@ def joint_bundle(tmp_path_factory) -> Path:
 
 
 def test_a_generator_on_the_discriminators_body_exports_one_graph(joint_bundle, batch):
-    """Both heads come from one graph (each weight stored once) and agree with the two torch models, loaded
+    """Both heads come from one graph (the shared body stored once) and agree with the two torch models, loaded
     back from the bundle's Hugging Face directories as two separate networks."""
     import onnxruntime as ort
     import torch

@@ -308,6 +308,38 @@ def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared
                                disc[k]) for k in disc)
 
 
+def test_finetuned_corrector_on_the_discriminators_body_exports_one_joint_graph(prepared, tmp_path):
+    """--generator-body discriminator from the command line: the saved generator is as wide as the discriminator
+    with the same body weights, the export writes one joint graph (and its int8 copy), and the Corrector runs it."""
+    from safetensors.torch import load_file
+
+    from corrector import Corrector
+
+    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in CORPUS[:5])
+    (tmp_path / "pairs.tsv").write_text(pairs * 4, encoding="utf-8")
+    out = tmp_path / "ft"
+    run("-m", "training.finetune", "--from-scratch", "debug", "--vocab", str(prepared / "data" / "vocab.txt"),
+        "--train", str(tmp_path / "pairs.tsv"), "--dev", str(tmp_path / "pairs.tsv"), "--out", str(out),
+        "--max-steps", "3", "--batch-size", "4", "--eval-every", "3", "--lr", "1e-2", "--keep", "last",
+        "--generator-body", "discriminator", "--mask-prob", "0")
+    gen, disc = load_file(out / "generator" / "model.safetensors"), load_file(out / "discriminator" / "model.safetensors")
+    body = [k for k in disc if k.startswith("electra.")]
+    assert body and all(torch.equal(gen[k], disc[k]) for k in body)
+    prov = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+    assert prov["generator_body"].startswith("the discriminator's")
+    run("-m", "training.export", "--run", str(out), "--out", str(tmp_path / "bundle"), "--cpu-onnx", "int8")
+    assert sorted(p.name for p in (tmp_path / "bundle" / "onnx").iterdir()) == ["joint.int8.onnx", "joint.onnx"]
+    fixer = Corrector.load(tmp_path / "bundle", device="cpu")
+    assert fixer.networks.joint and fixer.networks.precision == "int8"
+    text = "今天添气很好，hello！"
+    assert len(fixer.correct(text).target) == len(text)
+    bad = subprocess.run([sys.executable, "-m", "training.finetune", "--from-scratch", "debug", "--vocab",
+                          str(prepared / "data" / "vocab.txt"), "--train", str(tmp_path / "pairs.tsv"), "--dev",
+                          str(tmp_path / "pairs.tsv"), "--out", str(tmp_path / "bad"), "--generator-body", "wide"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "--generator-body" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_evaluate_sweeps_the_thresholds_asked_for(forced_bundle, tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("今天天汽很好\t今天天气很好\n我们去公园\t我们去公园\n", encoding="utf-8")

@@ -31,6 +31,8 @@ from . import loop
 from .csc_data import EncodedPairs, collate, encode_pairs, read_pairs
 from .modeling import build_models, generator_head, get_config, shares_body
 
+GENERATOR_BODIES = ("own", "discriminator")  # the corrector: the pretrained generator, or a head on the discriminator
+
 
 @dataclass
 class FinetuneConfig:
@@ -205,8 +207,8 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
             torch.manual_seed(cfg.seed)
         gen = generator_on_discriminator(gen, disc)
         init_info["generator_body"] = "the discriminator's (one body, two heads)"
-    elif cfg.generator_body != "own":
-        raise SystemExit(f"--generator-body must be 'own' or 'discriminator', got {cfg.generator_body!r}")
+    elif cfg.generator_body not in GENERATOR_BODIES:
+        raise SystemExit(f"--generator-body must be one of {', '.join(GENERATOR_BODIES)}, got {cfg.generator_body!r}")
     model = CscModel(gen, disc).to(rt.device)
     vocab_path = (args.vocab or (args.init / "discriminator" / "vocab.txt" if args.init else None))
     if vocab_path is None or not Path(vocab_path).exists():
@@ -323,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "the last step (the proxy, a thresholded top-1 decoder, is noisy next to the full pipeline)")
     for f in fields(FinetuneConfig):
         typ = {"int": int, "float": float, "str": str}[f.type] if isinstance(f.type, str) else f.type
-        ap.add_argument("--" + f.name.replace("_", "-"), type=typ, default=f.default)
+        choices = GENERATOR_BODIES if f.name == "generator_body" else None
+        ap.add_argument("--" + f.name.replace("_", "-"), type=typ, default=f.default, choices=choices)
     return ap
 
 

@@ -1,7 +1,7 @@
 """Torch → ONNX for the networks, checked against torch on random inputs; optional int8 copies.
 
 A pair whose generator is a head on the discriminator's own body (``training.finetune --generator-body
-discriminator``) becomes one ``joint`` graph: both heads from one pass, each weight stored once. Any other pair
+discriminator``) becomes one ``joint`` graph: both heads from one pass, the shared body stored once. Any other pair
 becomes a ``discriminator`` and a ``generator`` graph."""
 
 from __future__ import annotations
