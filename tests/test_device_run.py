@@ -118,9 +118,9 @@ def test_device_run_goes_from_carried_packs_to_what_comes_back(prepared, pair, t
     device_pack.pack_data(prepared, carry / "data2", max_bytes=1 << 30, start=first["to"])
     device_pack.pack_pair(pair, carry / "init")
     pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in SENTENCES) * 3
-    (tmp_path / "train3.tsv").write_text(pairs, encoding="utf-8")
-    (tmp_path / "dev.tsv").write_text(pairs, encoding="utf-8")
-    device_pack.pack_files(carry / "csc", [tmp_path / "train3.tsv", tmp_path / "dev.tsv"])
+    (tmp_path / "train4.tsv").write_text(pairs, encoding="utf-8")
+    (tmp_path / "dev4.tsv").write_text(pairs, encoding="utf-8")
+    device_pack.pack_files(carry / "csc", [tmp_path / "train4.tsv", tmp_path / "dev4.tsv"])
     env = {"OUT": str(out), "G": str(g), "CARRY": str(carry), "PY": sys.executable, "DEVICE": "cpu",
            "PRECISION": "fp32", "CONFIG": "debug", "BATCH": "4", "SEQ": "32", "WARMUP": "1", "PRE_STEPS": "4",
            "EVAL": "2", "FT_STEPS": "3", "FT_EVAL": "2", "RESERVE": "0", "EXTRA": "--stop-after 2 --threads 1"}
@@ -144,6 +144,13 @@ def test_device_run_goes_from_carried_packs_to_what_comes_back(prepared, pair, t
     back = device_pack.unpack_pair(out / "ft", tmp_path / "ft_back")
     ft = json.loads((back / "provenance.json").read_text())
     assert ft["finetune"]["steps"] == 3 and ft["pretraining"]["finished"]
+    # the corrector on the discriminator's body (FT_EXTRA's default): one body, still one after the fp16 round trip
+    assert ft["generator_body"].startswith("the discriminator's")
+    from safetensors.torch import load_file
+
+    gen, disc = (load_file(back / net / "model.safetensors") for net in ("generator", "discriminator"))
+    body = [k for k in disc if k.startswith("electra.")]
+    assert body and all(gen[k].equal(disc[k]) for k in body)
     with tarfile.open(out / "logs.tar.gz") as tar:
         names = tar.getnames()
     assert {"pre/metrics.jsonl", "pre/ledger.json", "ft/metrics.jsonl"} <= set(names)

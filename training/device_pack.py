@@ -8,7 +8,7 @@ tar of its configs, vocab and provenance (3 files; the discriminator of the ``cp
     python -m training.device_pack data runs/data .carry/data1 --max-mib 38      # here: a first part ...
     python -m training.device_pack data runs/data .carry/data2 --start N         # ... the rest (N: its packed_to)
     python -m training.device_pack pair runs/campaign .carry/init                # the pair to continue from
-    python -m training.device_pack files .carry/csc runs/csc/train3.tsv runs/csc/dev.tsv
+    python -m training.device_pack files .carry/csc runs/csc/train4.tsv runs/csc/dev4.tsv
     python -m training.device_pack unpack-data .carry/data1 runs/gpu/data        # there (training/device_run.sh)
     python -m training.device_pack unpack-pair FILES_AT/pre runs/gpu_pre          # here, with what came back
 

@@ -26,7 +26,9 @@ PRE_STEPS=${PRE_STEPS:-30000}   # the schedule's length: set it from the first c
 EVAL=${EVAL:-1000}
 FT_STEPS=${FT_STEPS:-20000}
 FT_LR=${FT_LR:-2e-4}
-FT_TRAIN=${FT_TRAIN:-train3.tsv}
+FT_TRAIN=${FT_TRAIN:-train4.tsv}    # made with the dev split held out (train3.tsv held most of it)
+FT_DEV=${FT_DEV:-dev4.tsv}        # its held-out pairs (the dev split)
+FT_EXTRA=${FT_EXTRA:---generator-body discriminator --mask-prob 0}  # the corrector on the discriminator's body
 FT_EVAL=${FT_EVAL:-1000}
 EXTRA=${EXTRA:-}                # more training.pretrain flags (e.g. --compile)
 G=${G:-runs/gpu}                # run folders there (kept between calls while the machine is warm)
@@ -50,7 +52,7 @@ if [ -f "$CARRY/init/pair.tar" ] && [ ! -d "$G/init/discriminator" ]; then
     stamp "unpack $CARRY/init"
     "$PY" -m training.device_pack unpack-pair "$CARRY/init" "$G/init"
 fi
-if [ -d "$CARRY/csc" ] && [ ! -f "$G/csc/dev.tsv" ]; then
+if [ -d "$CARRY/csc" ] && [ ! -f "$G/csc/$FT_DEV" ]; then
     stamp "unpack $CARRY/csc"
     "$PY" -m training.device_pack unpack-files "$CARRY/csc" "$G/csc"
 fi
@@ -68,9 +70,10 @@ fi
 
 if pretrained "$G/pre" && ! finetuned "$G/ft" "$FT_STEPS" && [ -f "$G/csc/$FT_TRAIN" ] && [ "$(left)" -ge 1 ]; then
     stamp "fine-tune for $(left) min"
-    "$PY" -m training.finetune --init "$G/pre" --train "$G/csc/$FT_TRAIN" --dev "$G/csc/dev.tsv" --out "$G/ft" \
+    # shellcheck disable=SC2086
+    "$PY" -m training.finetune --init "$G/pre" --train "$G/csc/$FT_TRAIN" --dev "$G/csc/$FT_DEV" --out "$G/ft" \
         --device "$DEVICE" --precision "$PRECISION" --lr "$FT_LR" --warmup-steps 500 --max-steps "$FT_STEPS" \
-        --eval-every "$FT_EVAL" --ckpt-every 1000 --keep last --max-minutes "$(left)"
+        --eval-every "$FT_EVAL" --ckpt-every 1000 --keep last --max-minutes "$(left)" $FT_EXTRA
 fi
 
 stamp "pack into \$OUT"
