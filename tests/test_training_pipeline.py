@@ -268,6 +268,18 @@ def test_every_command_has_help(module):
     assert "usage" in res.stdout.lower()
 
 
+def finetune_tiny(prepared: Path, tmp_path: Path, *flags: str) -> Path:
+    """``training.finetune --from-scratch debug`` on a few hand-made pairs (also the dev set) into tmp_path/ft,
+    batches of 4, keeping the last step; ``flags`` add to or override these."""
+    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in CORPUS[:5])
+    (tmp_path / "pairs.tsv").write_text(pairs * 4, encoding="utf-8")
+    out = tmp_path / "ft"
+    run("-m", "training.finetune", "--from-scratch", "debug", "--vocab", str(prepared / "data" / "vocab.txt"),
+        "--train", str(tmp_path / "pairs.tsv"), "--dev", str(tmp_path / "pairs.tsv"), "--out", str(out),
+        "--batch-size", "4", "--lr", "1e-2", "--keep", "last", *flags)
+    return out
+
+
 def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared, tmp_path):
     """--keep last: out/discriminator and out/generator are the final weights (as in ckpt.pt), out/best the
     best step on the dev proxy; the provenance says which was kept. --snapshot-every keeps the pair at those
@@ -276,13 +288,7 @@ def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared
 
     from training import loop
 
-    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in CORPUS[:5])
-    (tmp_path / "pairs.tsv").write_text(pairs * 4, encoding="utf-8")
-    out = tmp_path / "ft"
-    run("-m", "training.finetune", "--from-scratch", "debug", "--vocab", str(prepared / "data" / "vocab.txt"),
-        "--train", str(tmp_path / "pairs.tsv"), "--dev", str(tmp_path / "pairs.tsv"), "--out", str(out),
-        "--max-steps", "5", "--batch-size", "4", "--eval-every", "2", "--lr", "1e-2", "--keep", "last",
-        "--snapshot-every", "2")
+    out = finetune_tiny(prepared, tmp_path, "--max-steps", "5", "--eval-every", "2", "--snapshot-every", "2")
     final = loop.load_checkpoint(out / "ckpt.pt")
     assert final["step"] == 5
     disc = load_file(out / "discriminator" / "model.safetensors")
@@ -315,13 +321,8 @@ def test_finetuned_corrector_on_the_discriminators_body_exports_one_joint_graph(
 
     from corrector import Corrector
 
-    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in CORPUS[:5])
-    (tmp_path / "pairs.tsv").write_text(pairs * 4, encoding="utf-8")
-    out = tmp_path / "ft"
-    run("-m", "training.finetune", "--from-scratch", "debug", "--vocab", str(prepared / "data" / "vocab.txt"),
-        "--train", str(tmp_path / "pairs.tsv"), "--dev", str(tmp_path / "pairs.tsv"), "--out", str(out),
-        "--max-steps", "3", "--batch-size", "4", "--eval-every", "3", "--lr", "1e-2", "--keep", "last",
-        "--generator-body", "discriminator", "--mask-prob", "0")
+    out = finetune_tiny(prepared, tmp_path, "--max-steps", "3", "--eval-every", "3", "--generator-body", "discriminator",
+                        "--mask-prob", "0")
     gen, disc = load_file(out / "generator" / "model.safetensors"), load_file(out / "discriminator" / "model.safetensors")
     body = [k for k in disc if k.startswith("electra.")]
     assert body and all(torch.equal(gen[k], disc[k]) for k in body)
