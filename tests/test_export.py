@@ -281,3 +281,26 @@ def test_corrector_on_a_joint_bundle(joint_bundle):
     out = fix.correct_batch(texts)
     assert [r.to_dict() for r in out] == [fix.correct(t).to_dict() for t in texts]
     assert all(len(r.target) == len(t) for r, t in zip(out, texts)) and out[0].edits  # forced: edits happen
+
+
+def test_a_broken_joint_bundle_is_named_in_one_line(joint_bundle, tmp_path):
+    from corrector import CorrectorError
+
+    copy = Path(shutil.copytree(joint_bundle, tmp_path / "copy"))
+    (copy / "onnx/joint.int8.onnx").unlink()
+    manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"] = [f for f in manifest["files"] if ".int8." not in f]
+    manifest["cpu_onnx"] = "int8"  # recommends the int8 copy it no longer carries
+    (copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(CorrectorError, match="missing onnx/joint.int8.onnx"):
+        Corrector.load(copy, device="cpu")
+    manifest["cpu_onnx"] = "fp32"
+    (copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (copy / "onnx/joint.onnx").write_bytes(b"garbage")
+    with pytest.raises(CorrectorError, match="corrupt or unreadable ONNX model .*joint.onnx"):
+        Corrector.load(copy, device="cpu")
+    (copy / "onnx/joint.onnx").unlink()  # now a pair bundle without its graphs
+    with pytest.raises(CorrectorError, match="missing onnx/discriminator.onnx"):
+        Corrector.load(copy, device="cpu")
+    with pytest.raises(CorrectorError, match="must be discriminator and generator, or joint"):
+        OnnxNetworks({"generator": joint_bundle / "onnx/joint.onnx"}, device="cpu")
