@@ -29,7 +29,7 @@ from corrector.tokenize import SPECIAL_IDS
 
 from . import loop
 from .csc_data import EncodedPairs, collate, encode_pairs, read_pairs
-from .modeling import build_models, generator_head, get_config, shares_body
+from .modeling import build_models, generator_head, get_config, shares_body, tie_embeddings
 
 GENERATOR_BODIES = ("own", "discriminator")  # the corrector: the pretrained generator, or a head on the discriminator
 
@@ -153,11 +153,11 @@ def generator_on_discriminator(gen: ElectraForMaskedLM, disc: ElectraForPreTrain
     already sits on an equal body (a pair saved from such a run) keeps its head and is tied to ``disc`` again."""
     if shares_body(disc, gen):
         gen.electra = disc.electra
-        gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
+        tie_embeddings(gen, disc)
         return gen
     wide = ElectraForMaskedLM(disc.config)
     wide.electra = disc.electra
-    wide.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
+    tie_embeddings(wide, disc)
     with torch.no_grad():
         wide.generator_lm_head.bias.copy_(gen.generator_lm_head.bias)
         wide.generator_predictions.LayerNorm.load_state_dict(gen.generator_predictions.LayerNorm.state_dict())
