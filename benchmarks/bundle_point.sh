@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A candidate default bundle from one fine-tuned pair, measured: the default bundle's similarity tables and
-# candidates, the character LM $LM (default: the in-domain LM of the README, runs/lm/kn4_dom10), the ranker
-# refitted on this pair's features with the LM's cross-fitting folds $FOLDS, then the dev split (cross-fitted, and
+# A candidate default bundle from one fine-tuned pair, measured: the default bundle's similarity tables, the
+# candidate table $CANDIDATES (default runs/candidates, built here when missing: the default bundle's tables plus
+# names.npz, the foreign names' characters), the character LM $LM (default: the in-domain LM of the README,
+# runs/lm/kn4_dom10), the ranker refitted on this pair's features with the LM's cross-fitting folds $FOLDS, then the dev split (cross-fitted, and
 # without the LM), SIGHAN-15 (reported, never used for a choice) and the false positives on correct text.
 #
 #   bash benchmarks/bundle_point.sh runs/ft100 ft100        -> runs/bundle_ft100, runs/ft100_*.json, runs/ft100_fp.txt
@@ -13,12 +14,15 @@ PAIR=$1; NAME=$2
 SHARED=${SHARED:-../shared/data}
 LM=${LM:-runs/lm/kn4_dom10}
 FOLDS=${FOLDS:-runs/lm/dom10_folds}
+CANDIDATES=${CANDIDATES:-runs/candidates}
 D=data/electra_models/default
 B=runs/bundle_$NAME
 P=lm_gain*pinyin,lm_gain*shape,lm_gain*rtd,lm_gain*word,lm_gain*error_rate,gen_lp*rtd,pinyin*shape,rtd*pinyin,rtd*error_rate
 rm -rf "$B"
+[ -f "$CANDIDATES/candidates.npz" ] || python -m training.candidates --similarity $D/similarity --data "$SHARED" \
+    --out "$CANDIDATES"
 python -m training.export --run "$PAIR" --similarity $D/similarity --out "$B" --cpu-onnx int8
-python -m training.export --update "$B" --lm "$LM" --candidates $D/candidates
+python -m training.export --update "$B" --lm "$LM" --candidates "$CANDIDATES"
 python -m training.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "runs/ranker_cache_$NAME" \
     --fit-lm-folds "$FOLDS" --products $P --out "runs/ranker_$NAME.json" --report "runs/ranker_${NAME}_report.json" \
     --plot "runs/reliability_$NAME.png"

@@ -11,19 +11,21 @@ from pathlib import Path
 
 import numpy as np
 
+from .foreign_names import NAME_SHRINK
 from .types import CorrectorError
 
 CANDIDATES_NPZ = "candidates.npz"
 CANDIDATES_JSON = "candidates.json"
 BIGRAMS_NPZ = "bigrams.npz"  # optional: the bigrams written correctly in the real training pairs, with counts
 WORDS_NPZ = "words.npz"  # optional: the words kept as written and the words changed in the real training pairs
+NAMES_NPZ = "names.npz"  # optional: per character, how often the corpus writes it inside dot-joined foreign names
 
 
 class CandidateTable:
     def __init__(self, sources: list[str], offsets: np.ndarray, candidates: list[str], pinyin: np.ndarray,
                  shape: np.ndarray, count: np.ndarray, written: np.ndarray | None = None,
                  variants: frozenset[tuple[str, str]] = frozenset(), bigrams: dict[str, int] | None = None,
-                 words: dict[str, tuple[int, int]] | None = None):
+                 words: dict[str, tuple[int, int]] | None = None, name_shares: dict[str, float] | None = None):
         self.row = {c: i for i, c in enumerate(sources)}
         # how often each source character was written in the real training pairs (right or wrong)
         self.written = np.zeros(len(sources), np.float32) if written is None else written.astype(np.float32)
@@ -32,6 +34,8 @@ class CandidateTable:
         self.bigrams = bigrams or {}
         # per two- or three-character word: (times kept as written, times changed) in the real training pairs
         self.words = words or {}
+        # per character: the share of its corpus occurrences inside dot-joined foreign names (corrector.foreign_names)
+        self.name_shares = name_shares or {}
         self.offsets = offsets
         self.candidates = candidates
         self.pinyin = pinyin.astype(np.float32)
@@ -55,8 +59,13 @@ class CandidateTable:
             if (Path(directory) / WORDS_NPZ).is_file():
                 w = np.load(Path(directory) / WORDS_NPZ, allow_pickle=False)
                 words = dict(zip(w["words"].tolist(), zip(w["kept"].tolist(), w["changed"].tolist())))
+            name_shares = None
+            if (Path(directory) / NAMES_NPZ).is_file():
+                f = np.load(Path(directory) / NAMES_NPZ, allow_pickle=False)
+                share = f["in_names"] / (f["total"] + NAME_SHRINK)
+                name_shares = dict(zip(f["chars"].tolist(), share.tolist()))
             return cls(z["sources"].tolist(), z["offsets"], z["candidates"].tolist(), z["pinyin"], z["shape"],
-                       z["count"], written, variants, bigrams, words)
+                       z["count"], written, variants, bigrams, words, name_shares)
         except (OSError, KeyError, ValueError) as e:
             raise CorrectorError(f"cannot read candidate table {path}: {e}") from None
 

@@ -18,6 +18,9 @@ class CorrectorConfig:
     protect_kept_words: int = 0  # never edit inside a 2- or 3-character word that the real training pairs kept as
     #                               written at least this many times and never corrected (报导, 部份 in Taiwan-style
     #                               text; the bundle's candidates/words.npz); 0 = off
+    protect_foreign_names: float = 0.0  # never edit inside a run of 3 or more characters that the corpus writes
+    #                                      inside dot-joined foreign names (唐纳德·特朗普) at least this share of the
+    #                                      time: 柯林顿, 哈玛斯 (the bundle's candidates/names.npz); 0 = off
     batch_size: int = 32  # chunks per ONNX call
     protect: tuple[str, ...] = field(default_factory=tuple)  # words never edited inside
     confusions: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (A, B): B always considered for A
@@ -44,6 +47,8 @@ class CorrectorConfig:
         for name in ("top_k", "max_edits", "protect_kept_words"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.protect_foreign_names <= 1.0:
+            raise ValueError(f"protect_foreign_names must be within [0, 1], got {self.protect_foreign_names}")
         return self
 
     def to_dict(self) -> dict:
@@ -51,7 +56,8 @@ class CorrectorConfig:
 
 
 _KINDS = {"threshold": float, "use_lm": bool, "shortlist": int, "top_k": int, "max_edits": int,
-          "protect_dictionary_words": bool, "protect_kept_words": int, "batch_size": int}
+          "protect_dictionary_words": bool, "protect_kept_words": int, "protect_foreign_names": float,
+          "batch_size": int}
 
 
 def _coerce(name: str, value: Any) -> Any:

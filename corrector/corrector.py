@@ -20,6 +20,7 @@ from .candidates import CandidateTable
 from .char_lm import CharLM
 from .config import CorrectorConfig
 from .features import COL, FEATURES, Evidence, Rows, Sites
+from .foreign_names import foreign_name_positions, name_chars
 from .model_path import ENV_MODEL, default_model_path
 from .rank import HEURISTIC, MAX_ROUNDS, RankerWeights, Scorer, best_candidates, choice_probs, pick_round
 from .runtime import Device, OnnxNetworks, ProcessLocalPool
@@ -75,6 +76,7 @@ class Corrector:
         self.max_tokens = bundle.max_seq_len
         self._ahead = ProcessLocalPool(1, "sites-ahead")  # see _sites_ahead
         self._kept_cache: dict[int, frozenset[str]] = {}  # see _kept_words
+        self._names_cache: dict[float, frozenset[str]] = {}  # see _name_chars
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, device: Device = "auto", threads: int = 0,
@@ -197,16 +199,17 @@ class Corrector:
         max_chars = self.max_tokens - 2
         words = tuple(w for w in cfg.protect if w)
         kept = self._kept_words(cfg.protect_kept_words)
+        names = self._name_chars(cfg.protect_foreign_names)
         pieces: list[tuple[int, int, ScriptView, set[int]]] = []
         for i, text in enumerate(texts):
             clean = _scrub_surrogates(text)
-            protected = _protected_positions(clean, words, cfg.protect_dictionary_words, kept)
+            protected = _protected_positions(clean, words, cfg.protect_dictionary_words, kept, names)
             # issue 13: one chunk per sentence (same context alone or in a long text), in simplified script
             for s, e in sentence_chunk_spans(clean, max_chars):
                 view = simplified_view(clean[s:e])
                 local = {p - s for p in protected if s <= p < e}
                 if view.traditional:
-                    local |= _protected_positions(view.text, words, False, kept)
+                    local |= _protected_positions(view.text, words, False, kept, names)
                 pieces.append((i, s, view, local))
         encs = encode_batch(self.tokenizer, [p[2].text for p in pieces], self.max_tokens)
         return [_Chunk(i, s, v.text, enc, prot, view=v if v.traditional else None)
@@ -221,6 +224,15 @@ class Corrector:
             self._kept_cache[min_kept] = frozenset(w for w, (k, c) in self.evidence.table.words.items()
                                                    if k >= min_kept and c == 0)
         return self._kept_cache[min_kept]
+
+    def _name_chars(self, min_share: float) -> frozenset[str]:
+        """The characters ``protect_foreign_names`` counts as a foreign name's (empty when 0 or when the bundle
+        has no name counts)."""
+        if min_share <= 0:
+            return frozenset()
+        if min_share not in self._names_cache:
+            self._names_cache[min_share] = name_chars(self.evidence.table.name_shares, min_share)
+        return self._names_cache[min_share]
 
     def _batches(self, chunks: list[_Chunk], cfg: CorrectorConfig) -> list[list[_Chunk]]:
         todo = [c for c in chunks if any(p >= 0 and p not in c.protected for p in c.enc.char_pos)]
@@ -479,8 +491,8 @@ def _scrub_surrogates(text: str) -> str:
 
 
 def _protected_positions(text: str, words: tuple[str, ...], dictionary_words: bool,
-                         kept: frozenset[str] = frozenset()) -> set[int]:
-    out: set[int] = set()
+                         kept: frozenset[str] = frozenset(), names: frozenset[str] = frozenset()) -> set[int]:
+    out: set[int] = foreign_name_positions(text, names) if names else set()
     for w in words:
         start = text.find(w)
         while start >= 0:

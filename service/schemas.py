@@ -55,6 +55,9 @@ class DecodingSettings(BaseModel):
     protect_kept_words: int | None = Field(default=None, ge=0, le=1_000_000,
                                            description="never edit inside a word the real training pairs kept as "
                                                        "written at least this many times and never corrected; 0 = off")
+    protect_foreign_names: Unit | None = Field(
+        default=None, description="never edit inside a run of 3+ characters written inside dot-joined foreign names at "
+        "least this share of the time in the corpus (柯林顿, 哈玛斯); 0 = off")
     protect: list[Word] | None = Field(default=None, max_length=1000, description="words never edited inside")
     confusions: list[Pair] | None = Field(default=None, max_length=1000,
                                           description='[A, B] pairs: B is always a candidate for A, e.g. [["己", "已"]]')

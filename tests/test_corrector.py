@@ -127,6 +127,33 @@ def test_protect_kept_words(tiny_bundle):
         fix.correct(text, protect_kept_words=-1)
 
 
+def test_protect_foreign_names(tiny_bundle):
+    """Runs of three or more characters that the corpus writes inside dot-joined names at least the given share
+    of the time are not edited inside; shorter runs are."""
+    fix = Corrector.load(tiny_bundle, device="cpu", **FORCE_EDITS)
+    fix.evidence.table.name_shares = {"张": 0.05, "三": 0.02, "李": 0.3, "北": 0.002}
+    text = "张三李在北京，李四在上海"
+    everything = edited(fix.correct(text))
+    assert {0, 1, 2, 4, 5, 7} <= everything
+    for share, inside in ((0.0, set()), (0.01, {0, 1, 2}), (0.03, set()), (0.001, {0, 1, 2})):
+        c = fix.correct(text, protect_foreign_names=share)  # 0.03 leaves 三 out: 张 and 李 alone are no run
+        check(c)
+        assert edited(c) == everything - inside, share
+    with pytest.raises(CorrectorError, match="protect_foreign_names"):
+        fix.correct(text, protect_foreign_names=-0.1)
+
+
+def test_foreign_name_positions():
+    from corrector.foreign_names import foreign_name_positions
+
+    chars = frozenset("阿布沙伊夫")
+    assert foreign_name_positions("救阿布沙伊夫人质", chars) == {1, 2, 3, 4, 5}
+    assert foreign_name_positions("阿布和沙伊", chars) == set()
+    assert foreign_name_positions("沙伊夫", chars) == {0, 1, 2}
+    assert foreign_name_positions("", chars) == set()
+    assert foreign_name_positions("沙伊夫", chars, run=4) == set()
+
+
 def test_custom_confusion_pair(tiny_bundle):
     fix = Corrector.load(tiny_bundle, device="cpu", confusions=[("汽", "气")], threshold=0.0)
     c = fix.correct("今天天汽很好")

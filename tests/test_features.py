@@ -395,6 +395,34 @@ def test_word_counts_count_target_words_kept_and_source_words_changed():
     assert arrays["kept"].tolist() == [2, 1] and arrays["changed"].tolist() == [0, 1]
 
 
+def test_name_chars_are_counted_inside_dot_joined_names_and_read_back_as_shares(tmp_path):
+    """training.foreign_names counts characters inside dot-joined names (the outer parts cut next to the dot);
+    corrector.candidates reads them back as in_names / (total + NAME_SHRINK)."""
+    import gzip
+
+    from corrector.candidates import NAMES_NPZ, CandidateTable
+    from corrector.foreign_names import NAME_SHRINK
+    from training.foreign_names import corpus_lines, count_name_chars, name_arrays, name_parts
+
+    assert name_parts("美国总统唐纳德·特朗普表示，约翰‧史密斯") == ["唐纳德", "特朗普", "约翰", "史密斯"]
+    assert name_parts("没有名字") == []
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    with gzip.open(corpus / "a.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("总统唐纳德·特朗普说\n唐纳德·特朗普\n特别好\n")
+    in_names, total = count_name_chars(corpus_lines(corpus))
+    assert in_names["特"] == 2 and total["特"] == 3 and in_names["说"] == 0 and total["说"] == 1
+    assert "·" not in total and in_names["统"] == 0  # cut: 总统唐纳德 -> 唐纳德
+    arrays = name_arrays(in_names, total)  # characters seen in names at least twice
+    assert arrays["chars"].tolist() == sorted("唐纳德特朗普")
+    np.savez_compressed(tmp_path / NAMES_NPZ, **arrays)
+    np.savez_compressed(tmp_path / "candidates.npz", sources=np.array([], dtype="<U1"),
+                        offsets=np.zeros(1, np.int32), candidates=np.array([], dtype="<U1"),
+                        pinyin=np.zeros(0), shape=np.zeros(0), count=np.zeros(0))
+    shares = CandidateTable.load(tmp_path).name_shares
+    assert shares["特"] == pytest.approx(2 / (3 + NAME_SHRINK)) and shares["唐"] == pytest.approx(2 / (2 + NAME_SHRINK))
+
+
 def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(tiny_bundle):
     """Leave-one-out: a word the pair itself kept is counted once less on that pair's keep rows."""
     from corrector import Corrector

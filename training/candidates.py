@@ -12,7 +12,8 @@ their readings. The confusion prior counts (written → intended) character pair
 pairs (``training.splits.train_pairs``: never the dev split or a test set).
 
 Output: ``candidates.npz`` (CSR lists per source character: candidate, pinyin, shape, count) and
-``candidates.json`` (the fitted tables and the parameters), read by ``corrector.candidates``.
+``candidates.json`` (the fitted tables and the parameters), read by ``corrector.candidates``; with the corpus in
+--data also ``names.npz`` (``training.foreign_names``).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.candidates import BIGRAMS_NPZ, CANDIDATES_JSON, CANDIDATES_NPZ, WORDS_NPZ
+from corrector.candidates import BIGRAMS_NPZ, CANDIDATES_JSON, CANDIDATES_NPZ, NAMES_NPZ, WORDS_NPZ
 from corrector.similarity import SimilarityTables, fuzzy_variants, split_reading, split_syllable
 
+from .foreign_names import corpus_lines, count_name_chars, name_arrays
 from .splits import train_pairs
 
 INITIAL_GROUPS = ("z zh", "c ch", "s sh", "n l", "l r", "f h", "b p", "d t", "g k", "j q x", "z c s",
@@ -253,6 +255,10 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
     np.savez_compressed(out / BIGRAMS_NPZ, **bigrams)  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
     words = word_arrays(pairs)
     np.savez_compressed(out / WORDS_NPZ, **words)  # type: ignore[arg-type]
+    names = None
+    if (data_dir / "corpus").is_dir():  # the foreign names' characters (training.foreign_names)
+        names = name_arrays(*count_name_chars(corpus_lines(data_dir / "corpus")))
+        np.savez_compressed(out / NAMES_NPZ, **names)  # type: ignore[arg-type]
     meta = {
         "pool_size": len(pool), "sources": len(sources), "pairs": len(cands),
         "min_pinyin": min_pinyin, "min_shape": min_shape, "tone_factor": TONE_FACTOR,
@@ -262,6 +268,7 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         "script_variant_pairs": len(variants),
         "correct_bigrams": len(bigrams["bigrams"]), "min_bigram_count": MIN_BIGRAM_COUNT,
         "counted_words": len(words["words"]),
+        "name_chars": None if names is None else len(names["chars"]),
         "initials": {f"{a}>{b}": n for (a, b), n in ini.most_common()},
         "finals": {f"{a}>{b}": n for (a, b), n in fin.most_common()},
         "seconds": round(time.time() - t0, 1),
@@ -299,7 +306,7 @@ def _pair_pinyin(a: str, b: str, tables: SimilarityTables, graded: GradedPinyin)
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--similarity", type=Path, required=True, help="similarity tables (training.similarity)")
-    ap.add_argument("--data", type=Path, required=True, help="the shared data folder (holds csc/)")
+    ap.add_argument("--data", type=Path, required=True, help="the shared data folder (holds csc/, and corpus/ for names.npz)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--pool-size", type=int, default=6000, help="candidates come from this many most frequent chars")
     ap.add_argument("--min-pinyin", type=float, default=0.3)
