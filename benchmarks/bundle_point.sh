@@ -2,8 +2,9 @@
 # A candidate default bundle from one fine-tuned pair, measured: the default bundle's similarity tables, the
 # candidate table $CANDIDATES (default runs/candidates, built here when missing: the default bundle's tables plus
 # names.npz, the foreign names' characters), the character LM $LM (default: the in-domain LM of the README,
-# runs/lm/kn4_dom10), the ranker refitted on this pair's features with the LM's cross-fitting folds $FOLDS, then the dev split (cross-fitted, and
-# without the LM), SIGHAN-15 (reported, never used for a choice) and the false positives on correct text.
+# runs/lm/kn4_dom10), the ranker refitted on this pair's features with the LM's cross-fitting folds $FOLDS and the
+# decoding defaults, then the dev split (cross-fitted, and without the LM), SIGHAN-15 (reported, never used for a
+# choice) and the false positives on correct text.
 #
 #   bash benchmarks/bundle_point.sh runs/ft100 ft100        -> runs/bundle_ft100, runs/ft100_*.json, runs/ft100_fp.txt
 #
@@ -26,7 +27,9 @@ python -m training.export --update "$B" --lm "$LM" --candidates "$CANDIDATES"
 python -m training.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "runs/ranker_cache_$NAME" \
     --fit-lm-folds "$FOLDS" --products $P --out "runs/ranker_$NAME.json" --report "runs/ranker_${NAME}_report.json" \
     --plot "runs/reliability_$NAME.png"
-python -m training.export --update "$B" --ranker "runs/ranker_$NAME.json"
+# the decoding defaults chosen on the dev split for the bundle (README, "Foreign names")
+echo '{"protect_foreign_names": 0.005}' > "runs/defaults_$NAME.json"
+python -m training.export --update "$B" --ranker "runs/ranker_$NAME.json" --defaults "runs/defaults_$NAME.json"
 python -m training.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --report "runs/${NAME}_dev_cf.json"
 python -m training.evaluate --data runs/dev_split.tsv --model "$B" --set use_lm=false --report "runs/${NAME}_dev_nolm.json"
 python -m training.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --report "runs/${NAME}_sighan15.json"
