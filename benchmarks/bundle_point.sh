@@ -7,6 +7,7 @@
 # choice) and the false positives on correct text.
 #
 #   bash benchmarks/bundle_point.sh runs/ft100 ft100        -> runs/bundle_ft100, runs/ft100_*.json, runs/ft100_fp.txt
+#   bash benchmarks/bundle_point.sh data/electra_models/default shipped    (a bundle: its networks, the rest as above)
 #
 # Needs the dev split (python -m training.splits --out runs/dev_split.tsv) and the LM with its folds
 # (python -m training.char_lm ... --in-domain-folds 5 --fold-out FOLDS, README). About 40 min on 2 cores.
@@ -22,7 +23,11 @@ P=lm_gain*pinyin,lm_gain*shape,lm_gain*rtd,lm_gain*word,lm_gain*error_rate,gen_l
 rm -rf "$B"
 [ -f "$CANDIDATES/candidates.npz" ] || python -m training.candidates --similarity $D/similarity --data "$SHARED" \
     --out "$CANDIDATES"
-python -m training.export --run "$PAIR" --similarity $D/similarity --out "$B" --cpu-onnx int8
+if [ -f "$PAIR/manifest.json" ]; then  # a bundle's networks as they are (the shipped ones, for comparison)
+    cp -r "$PAIR" "$B"
+else
+    python -m training.export --run "$PAIR" --similarity $D/similarity --out "$B" --cpu-onnx int8
+fi
 python -m training.export --update "$B" --lm "$LM" --candidates "$CANDIDATES"
 python -m training.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "runs/ranker_cache_$NAME" \
     --fit-lm-folds "$FOLDS" --products $P --out "runs/ranker_$NAME.json" --report "runs/ranker_${NAME}_report.json" \
