@@ -402,7 +402,8 @@ def test_name_chars_are_counted_inside_dot_joined_names_and_read_back_as_shares(
 
     from corrector.candidates import NAMES_NPZ, CandidateTable
     from corrector.foreign_names import NAME_SHRINK
-    from training.foreign_names import corpus_lines, count_name_chars, name_arrays, name_parts
+    from training.foreign_names import count_name_chars, name_arrays, name_parts
+    from training.prepare import corpus_files, read_lines
 
     assert name_parts("美国总统唐纳德·特朗普表示，约翰‧史密斯") == ["唐纳德", "特朗普", "约翰", "史密斯"]
     assert name_parts("没有名字") == []
@@ -410,7 +411,7 @@ def test_name_chars_are_counted_inside_dot_joined_names_and_read_back_as_shares(
     corpus.mkdir()
     with gzip.open(corpus / "a.txt.gz", "wt", encoding="utf-8") as f:
         f.write("总统唐纳德·特朗普说\n唐纳德·特朗普\n特别好\n")
-    in_names, total = count_name_chars(corpus_lines(corpus))
+    in_names, total = count_name_chars(read_lines(corpus_files(corpus)))
     assert in_names["特"] == 2 and total["特"] == 3 and in_names["说"] == 0 and total["说"] == 1
     assert "·" not in total and in_names["统"] == 0  # cut: 总统唐纳德 -> 唐纳德
     arrays = name_arrays(in_names, total)  # characters seen in names at least twice

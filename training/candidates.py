@@ -30,7 +30,8 @@ import numpy as np
 from corrector.candidates import BIGRAMS_NPZ, CANDIDATES_JSON, CANDIDATES_NPZ, NAMES_NPZ, WORDS_NPZ
 from corrector.similarity import SimilarityTables, fuzzy_variants, split_reading, split_syllable
 
-from .foreign_names import corpus_lines, count_name_chars, name_arrays
+from .foreign_names import count_name_chars, name_arrays
+from .prepare import corpus_files, read_lines
 from .splits import train_pairs
 
 INITIAL_GROUPS = ("z zh", "c ch", "s sh", "n l", "l r", "f h", "b p", "d t", "g k", "j q x", "z c s",
@@ -257,7 +258,7 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
     np.savez_compressed(out / WORDS_NPZ, **words)  # type: ignore[arg-type]
     names = None
     if (data_dir / "corpus").is_dir():  # the foreign names' characters (training.foreign_names)
-        names = name_arrays(*count_name_chars(corpus_lines(data_dir / "corpus")))
+        names = name_arrays(*count_name_chars(read_lines(corpus_files(data_dir / "corpus"))))
         np.savez_compressed(out / NAMES_NPZ, **names)  # type: ignore[arg-type]
     meta = {
         "pool_size": len(pool), "sources": len(sources), "pairs": len(cands),

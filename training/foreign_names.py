@@ -12,10 +12,8 @@ characters seen in names at least ``MIN_IN_NAMES`` times.
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
@@ -47,12 +45,6 @@ def count_name_chars(lines) -> tuple[Counter, Counter]:
                 in_names.update(part)
     han = {c: n for c, n in total.items() if "\u4e00" <= c <= "\u9fff"}
     return in_names, Counter(han)
-
-
-def corpus_lines(corpus: Path):
-    for path in sorted(corpus.glob("*.txt.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            yield from f
 
 
 def name_arrays(in_names: Counter, total: Counter) -> dict[str, np.ndarray]:
