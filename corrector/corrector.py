@@ -125,6 +125,12 @@ class Corrector:
         return Corrector(self.bundle, self.networks, self.tables, self.config, self.evidence.with_lm(char_lm),
                          self.ranker)
 
+    def with_candidates(self, candidates: str | Path) -> Corrector:
+        """This Corrector over another candidate table (a ``training.candidates`` folder: the counts of another
+        set of real pairs), sharing the ONNX sessions, the LM and every other table: the folds of cross-fitting."""
+        evidence = Evidence(self.evidence.vocab, CandidateTable.load(candidates), self.tables, self.evidence.lm)
+        return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker)
+
     @property
     def name(self) -> str:
         return self.bundle.name

@@ -177,3 +177,63 @@ def test_check_train_finds_dev_pairs_in_a_training_file(data: Path, tmp_path: Pa
     assert splits.main(["--data", str(data), "--holdout", "3", "--check-train", str(clean)]) == 0
     assert splits.main(["--data", str(data), "--holdout", "3", "--check-train", str(leaky)]) == 1
     assert "2 of the dev split's 3 held-out pairs" in capsys.readouterr().err
+
+
+def test_count_folds_are_the_tables_counted_without_their_fold(tiny_bundle, data: Path, tmp_path: Path) -> None:
+    """training.candidates --folds K: fold k's table counts every training pair but fold k's (the folds of the LM),
+    and nothing else differs from a table built from those pairs alone."""
+    import numpy as np
+
+    from corrector.candidates import CandidateTable
+    from training import candidates
+    from training.splits import train_pairs
+
+    sim, counts = tiny_bundle / "similarity", tmp_path / "counts"
+    candidates.main(["--similarity", str(sim), "--data", str(data), "--out", str(counts), "--folds", "5",
+                     "--holdout", "0"])
+    whole = CandidateTable.load(candidates.build(sim, data, tmp_path / "whole", holdout=0) and tmp_path / "whole")
+    fold1 = CandidateTable.load(counts / "fold1")
+    # 错 is written for 我 ten times and for 他 five; fold 1 holds 我们第2天, 我们第3天 and 他们第1年
+    assert [whole.pair("错", c)[2] for c in "我他"] == [10, 5]  # type: ignore[index]
+    assert [fold1.pair("错", c)[2] for c in "我他"] == [8, 4]  # type: ignore[index]
+    assert whole.written_count("错") == 15 and fold1.written_count("错") == 12
+    fold_of = text_folds(data, 5)
+    rest = [p for p in train_pairs(data, 0) if fold_of[p[1]] != 1]
+    candidates.build(sim, data, tmp_path / "rest", holdout=0, pairs=rest)
+    for name in ("candidates.npz", "bigrams.npz", "words.npz"):
+        a, b = np.load(counts / "fold1" / name), np.load(tmp_path / "rest" / name)
+        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+    assert json.loads((counts / "folds.json").read_text(encoding="utf-8"))["per_fold"][1] == {
+        "fold": 1, "pairs_counted": 12, "left_out": 3}
+
+
+def test_folds_over_count_tables_read_their_folds_counts(tiny_bundle, tiny_lm, data: Path, tmp_path: Path) -> None:
+    """Folds.over with count folds: each fold's Corrector reads its own table (with LM folds too, its own LM), on
+    the same ONNX sessions; the ranker's rows of a pair in fold k then carry fold k's counts, without any
+    leave-one-out."""
+    import math
+
+    from corrector import Corrector
+    from corrector.features import COL
+    from training import candidates
+    from training.ranker import extract_cheap
+
+    counts, lm_folds = tmp_path / "counts", tmp_path / "lms"
+    candidates.build_folds(tiny_bundle / "similarity", data, counts, 2, holdout=0)
+    lm_folds.mkdir()
+    for k in (0, 1):
+        (lm_folds / f"fold{k}").symlink_to(tiny_lm, target_is_directory=True)
+    fix = Corrector.load(tiny_bundle, device="cpu")
+    only_counts = Folds.over(fix, None, data, counts)
+    both = Folds.load(tiny_bundle, lm_folds, data, count_folds=counts)
+    assert all(f.networks is fix.networks and not f.has_lm for f in only_counts.fixes)
+    assert [f.evidence.lm.path for f in both.fixes] == [lm_folds / "fold0", lm_folds / "fold1"]
+    # fold 0 holds 我们第0-4天 and 他们第0-2年: its table counts 错→我 5 times and 错→他 twice
+    assert [f.evidence.table.pair("错", "我")[2] for f in both.fixes] == [5, 5]  # type: ignore[index]
+    assert [f.evidence.table.pair("错", "他")[2] for f in only_counts.fixes] == [2, 3]  # type: ignore[index]
+    pair = [("错们第0天去公园", "我们第0天去公园")]  # fold 0
+    t = extract_cheap(only_counts.fixes[0], pair, leave_one_out=False)
+    assert t.X[t.label, COL["confusions"]].tolist() == pytest.approx([math.log1p(5)])
+    with pytest.raises(SystemExit, match="2 LM folds but"):
+        candidates.build_folds(tiny_bundle / "similarity", data, tmp_path / "three", 3, holdout=0)
+        Folds.over(fix, lm_folds, data, tmp_path / "three")

@@ -13,7 +13,8 @@ pairs (``training.splits.train_pairs``: never the dev split or a test set).
 
 Output: ``candidates.npz`` (CSR lists per source character: candidate, pinyin, shape, count) and
 ``candidates.json`` (the fitted tables and the parameters), read by ``corrector.candidates``; with the corpus in
---data also ``names.npz`` (``training.foreign_names``).
+--data also ``names.npz`` (``training.foreign_names``). ``--folds K`` writes K such tables instead, each counted
+without one fold of the training pairs (cross-fitting, ``training.crossfit``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from corrector.similarity import SimilarityTables, fuzzy_variants, split_reading
 
 from .foreign_names import count_name_chars, name_arrays
 from .prepare import corpus_files, read_lines
-from .splits import train_pairs
+from .splits import text_folds, train_pairs
 
 INITIAL_GROUPS = ("z zh", "c ch", "s sh", "n l", "l r", "f h", "b p", "d t", "g k", "j q x", "z c s",
                   "zh ch sh", "j zh", "q ch", "x sh", "y w", "m n", "h k")
@@ -207,10 +208,14 @@ def word_arrays(pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
 
 
 def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, min_pinyin: float = 0.3,
-          min_shape: float = 0.3, holdout: int = 1000) -> dict:
+          min_shape: float = 0.3, holdout: int = 1000, pairs: list[tuple[str, str]] | None = None,
+          names: dict[str, np.ndarray] | None = None) -> dict:
+    """The tables from ``pairs`` (default: every training pair); ``names`` (default: counted from the corpus
+    in ``data_dir`` when it has one) goes into names.npz as it is."""
     t0 = time.time()
     tables = SimilarityTables.load(similarity)
-    pairs = train_pairs(data_dir, holdout)
+    if pairs is None:
+        pairs = train_pairs(data_dir, holdout)
     ini, fin = fit_part_similarity(pairs, tables)
     graded = GradedPinyin(ini, fin)
     pool = pool_chars(tables, pool_size)
@@ -256,15 +261,16 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
     np.savez_compressed(out / BIGRAMS_NPZ, **bigrams)  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
     words = word_arrays(pairs)
     np.savez_compressed(out / WORDS_NPZ, **words)  # type: ignore[arg-type]
-    names = None
-    if (data_dir / "corpus").is_dir():  # the foreign names' characters (training.foreign_names)
-        names = name_arrays(*count_name_chars(read_lines(corpus_files(data_dir / "corpus"))))
+    if names is None and (data_dir / "corpus").is_dir():  # the foreign names' characters (training.foreign_names)
+        names = corpus_names(data_dir)
+    if names is not None:
         np.savez_compressed(out / NAMES_NPZ, **names)  # type: ignore[arg-type]
     meta = {
         "pool_size": len(pool), "sources": len(sources), "pairs": len(cands),
         "min_pinyin": min_pinyin, "min_shape": min_shape, "tone_factor": TONE_FACTOR,
         "prior": {"related": RELATED, "unrelated": UNRELATED, "shrink": SHRINK},
         "fitted_on": "training.splits.train_pairs (sighan_train minus the dev split, csc_hard_train)",
+        "pairs_counted": len(pairs),
         "gold_pairs": sum(confusions.values()),
         "script_variant_pairs": len(variants),
         "correct_bigrams": len(bigrams["bigrams"]), "min_bigram_count": MIN_BIGRAM_COUNT,
@@ -276,6 +282,32 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
     }
     (out / CANDIDATES_JSON).write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
     return meta
+
+
+def corpus_names(data_dir: Path) -> dict[str, np.ndarray]:
+    """names.npz's arrays: the foreign names' characters counted in ``data_dir``/corpus."""
+    return name_arrays(*count_name_chars(read_lines(corpus_files(data_dir / "corpus"))))
+
+
+def build_folds(similarity: Path, data_dir: Path, fold_out: Path, folds: int, holdout: int = 1000,
+                **options) -> list[dict]:
+    """``fold_out``/fold0 .. fold{K-1}: the tables counted without one fold of the training pairs each (the
+    folds of ``training.splits.text_folds``, as the LM's: contiguous blocks of each file, so an essay stays in
+    one fold). A training pair scored with its fold's tables, or a dev pair with its essay-mates', is then no
+    evidence for itself (``training.crossfit``): its own errors, bigrams and words are not in the counts, as a
+    test sentence's are not. The foreign names are counted once (the corpus, not the pairs)."""
+    pairs = train_pairs(data_dir, holdout)
+    fold_of = text_folds(data_dir, folds)
+    names = corpus_names(data_dir) if (data_dir / "corpus").is_dir() else None
+    metas = []
+    for k in range(folds):
+        rest = [p for p in pairs if fold_of.get(p[1], 0) != k]
+        meta = build(similarity, data_dir, fold_out / f"fold{k}", holdout=holdout, pairs=rest, names=names, **options)
+        metas.append({"fold": k, "pairs_counted": len(rest), "left_out": len(pairs) - len(rest)})
+        print(f"fold{k}: {len(rest):,} of {len(pairs):,} training pairs counted, {meta['seconds']} s", flush=True)
+    (fold_out / "folds.json").write_text(json.dumps({"folds": folds, "holdout": holdout, "per_fold": metas},
+                                                    indent=1), encoding="utf-8")
+    return metas
 
 
 def script_variants(chars: list[str]) -> set[tuple[str, str]]:
@@ -313,7 +345,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--min-pinyin", type=float, default=0.3)
     ap.add_argument("--min-shape", type=float, default=0.3)
     ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
+    ap.add_argument("--folds", type=int, default=0, help="instead: K tables, each without one fold of the training "
+                    "pairs, into --out/fold0 .. fold{K-1} (cross-fitting: training.ranker --fit-count-folds)")
     a = ap.parse_args(argv)
+    if a.folds:
+        if a.folds < 2:
+            ap.error("--folds needs at least 2")
+        build_folds(a.similarity, a.data, a.out, a.folds, a.holdout, pool_size=a.pool_size, min_pinyin=a.min_pinyin,
+                    min_shape=a.min_shape)
+        return
     meta = build(a.similarity, a.data, a.out, a.pool_size, a.min_pinyin, a.min_shape, a.holdout)
     print(f"{meta['sources']:,} source chars, {meta['pairs']:,} candidate pairs, {meta['seconds']} s → {a.out}")
 

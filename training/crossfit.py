@@ -7,6 +7,10 @@ threshold chosen on dev would change more clean sentences on a test than on dev.
 --in-domain-folds K --fold-out DIR`` writes DIR/fold0 .. fold{K-1}, each LM without one fold's lines
 (contiguous blocks of the files, ``training.splits.text_folds``); here pairs of fold k go to the Corrector
 with DIR/fold{k}.
+
+The same holds for the counts of the real pairs in the candidate table (the confusion prior, the bigrams and
+words kept as written): ``training.candidates --folds K`` writes tables that each leave one fold out, and a
+Corrector of fold k reads both its LM and its table.
 """
 
 from __future__ import annotations
@@ -30,18 +34,29 @@ class Folds:
     fold_of: dict[str, int] | None = None  # target text -> fold (None: every pair goes to fixes[0])
 
     @classmethod
-    def load(cls, model: Path, lm_folds: Path, data: Path, device: Device = "cpu", **settings: Any) -> Folds:
-        """One Corrector per fold LM in ``lm_folds``, all on one set of ONNX sessions; ``settings`` go to
-        ``Corrector.load`` (precision, overrides)."""
-        dirs = fold_dirs(lm_folds)
-        first = Corrector.load(model, device=device, lm=dirs[0], **settings)
-        return cls([first] + [first.with_lm(d) for d in dirs[1:]], text_folds(data, len(dirs)))
+    def load(cls, model: Path, lm_folds: Path | None, data: Path, device: Device = "cpu",
+             count_folds: Path | None = None, **settings: Any) -> Folds:
+        """One Corrector per fold (its LM from ``lm_folds``, its candidate table from ``count_folds``; either may
+        be None, not both), all on one set of ONNX sessions; ``settings`` go to ``Corrector.load``."""
+        first = Corrector.load(model, device=device, lm=fold_dirs(lm_folds)[0] if lm_folds else None, **settings)
+        return cls.over(first, lm_folds, data, count_folds)
 
     @classmethod
-    def over(cls, fix: Corrector, lm_folds: Path, data: Path) -> Folds:
-        """``fix`` moved to each fold LM in ``lm_folds`` (its ONNX sessions and settings shared)."""
-        dirs = fold_dirs(lm_folds)
-        return cls([fix.with_lm(d) for d in dirs], text_folds(data, len(dirs)))
+    def over(cls, fix: Corrector, lm_folds: Path | None, data: Path, count_folds: Path | None = None) -> Folds:
+        """``fix`` moved to each fold's LM in ``lm_folds`` and each fold's candidate table in ``count_folds``
+        (its ONNX sessions and settings shared; the one not given stays ``fix``'s)."""
+        lms = fold_dirs(lm_folds) if lm_folds else None
+        counts = fold_dirs(count_folds, "candidate table") if count_folds else None
+        if lms is None and counts is None:
+            raise ValueError("Folds.over needs LM folds, count folds or both")
+        if lms is not None and counts is not None and len(lms) != len(counts):
+            raise SystemExit(f"{lm_folds} has {len(lms)} LM folds but {count_folds} {len(counts)} candidate tables")
+        k = len(lms) if lms is not None else len(counts)  # type: ignore[arg-type]
+        fixes = []
+        for i in range(k):
+            f = fix.with_lm(lms[i]) if lms is not None else fix
+            fixes.append(f.with_candidates(counts[i]) if counts is not None else f)
+        return cls(fixes, text_folds(data, k))
 
     def set(self, **attrs: Any) -> None:
         """The same attribute (ranker, config) on every fold's Corrector."""
@@ -68,9 +83,11 @@ class Folds:
         return [(fix, [pairs[i] for i in idx]) for fix, idx in zip(self.fixes, self.parts(pairs)) if idx]
 
 
-def fold_dirs(lm_folds: Path) -> list[Path]:
-    """DIR/fold0 .. fold{K-1} of ``training.char_lm --fold-out DIR``, in order."""
-    dirs = sorted((d for d in lm_folds.glob("fold*") if d.is_dir()), key=lambda d: int(d.name[4:]))
+def fold_dirs(folds: Path, what: str = "LM") -> list[Path]:
+    """DIR/fold0 .. fold{K-1} of ``training.char_lm --fold-out DIR`` (or ``training.candidates --folds K --out
+    DIR``), in order."""
+    dirs = sorted((d for d in folds.glob("fold*") if d.is_dir() and d.name[4:].isdigit()), key=lambda d: int(d.name[4:]))
     if not dirs or [d.name for d in dirs] != [f"fold{k}" for k in range(len(dirs))]:
-        raise SystemExit(f"{lm_folds}: expected fold0 .. fold{{K-1}} LM folders (training.char_lm --fold-out)")
+        made_by = "training.char_lm --fold-out" if what == "LM" else "training.candidates --folds K"
+        raise SystemExit(f"{folds}: expected fold0 .. fold{{K-1}} {what} folders ({made_by})")
     return dirs

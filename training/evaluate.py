@@ -131,23 +131,29 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lm-folds", type=Path, help="cross-fitting LM folds (training.char_lm --fold-out): each pair "
                     "is decoded with the LM that did not count its fold, for the dev split when the bundle's LM "
                     "counted the training pairs' targets (--in-domain); needs --shared-data")
-    ap.add_argument("--shared-data", type=Path, default=Path("../shared/data"), help="with --lm-folds: the folds' data")
+    ap.add_argument("--count-folds", type=Path, help="cross-fitting candidate tables (training.candidates --folds K): "
+                    "each pair is decoded with the counts of the real pairs less its fold's (its essay-mates'); "
+                    "with --lm-folds, the same K")
+    ap.add_argument("--shared-data", type=Path, default=Path("../shared/data"),
+                    help="with --lm-folds or --count-folds: the folds' data")
     args = ap.parse_args(argv)
     if args.thresholds is not None and not args.sweep:
         ap.error("--thresholds needs --sweep")
-    if args.lm_folds and args.sweep:
-        ap.error("--lm-folds decodes at the bundle's threshold; it does not combine with --sweep")
+    crossfit = args.lm_folds or args.count_folds
+    if crossfit and args.sweep:
+        ap.error("--lm-folds and --count-folds decode at the bundle's threshold; they do not combine with --sweep")
 
     pairs = read_pairs(args.data, args.limit)
     settings = parse_settings(args.set)
     folds = (Folds.load(args.model or default_model_path(), args.lm_folds, args.shared_data, device=args.device,
-                        precision=args.precision, **settings) if args.lm_folds else None)
+                        count_folds=args.count_folds, precision=args.precision, **settings) if crossfit else None)
     fixer = folds.fixes[0] if folds else Corrector.load(args.model, device=args.device, precision=args.precision,
                                                          **settings)
     meta = {"data": str(args.data), "model": fixer.name, "model_version": fixer.version, "settings": settings,
             "onnx": fixer.networks.precision}
     if folds:
-        meta["lm"] = f"cross-fitted: {len(folds.fixes)} folds"
+        meta["lm"] = f"cross-fitted: {len(folds.fixes)} folds" if args.lm_folds else "the bundle's"
+        meta["count_tables"] = f"cross-fitted: {len(folds.fixes)} folds" if args.count_folds else "the bundle's"
         report = {**meta, "threshold": fixer.config.threshold, **run(folds, pairs, args.batch_size)}
         print(summary_line(report))
     elif not args.sweep:

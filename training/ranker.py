@@ -9,9 +9,12 @@
 3. The threshold: the probability above which an edit is applied, chosen on the dev split for the
    best sentence-level correction F1 with at most ``--max-fpr`` of the error-free dev sentences changed.
 
-Training pairs are ``training.splits.train_pairs`` (never the dev split or a test set). The confusion
-count of a training pair is counted without that pair (leave-one-out), so it is no stronger here than
-on unseen text. Fitting uses torch (L-BFGS); the bundle gets plain named weights.
+Training pairs are ``training.splits.train_pairs`` (never the dev split or a test set). The counts of the
+real pairs a training row reads (confusions, error_rate, seen, kept_word) must not hold that pair itself: by
+default they are counted without it (leave-one-out); with ``--fit-count-folds`` each fold of the pairs, and of
+the dev split, reads a candidate table that never counted its fold (``training.candidates --folds``), so an
+essay's other sentences are not counted either, and no row's counts depend on its own label. Fitting uses torch
+(L-BFGS); the bundle gets plain named weights.
 """
 
 from __future__ import annotations
@@ -117,9 +120,11 @@ def _kept_word_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: li
     rows.X[:, COL["kept_word"]] = np.where(is_keep, kept_word_value(kept, changed)[rows.site], 0.0)
 
 
-def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> Table:
+def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], leave_one_out: bool = True,
+                  batch_texts: int = 256) -> Table:
     """Every candidate of every erroneous character with the cheap (shortlist) features only; one row
-    per candidate, no keep rows. What the shortlist's weights are fitted on."""
+    per candidate, no keep rows. What the shortlist's weights are fitted on. ``leave_one_out``: the pairs
+    were counted in ``fix``'s candidate table (training pairs, without cross-fitted tables)."""
     cfg = fix.config.with_overrides(protect_dictionary_words=False)
     ev = fix.evidence
     parts = []
@@ -139,7 +144,8 @@ def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int
             for name, col in ev.static_features(sites, site, vid, static).items():
                 X[:, COL[name]] = col
             label = np.array([fix.vocab[v] == gold[s] for s, v in zip(site.tolist(), vid.tolist())], dtype=bool)
-            _leave_one_out(X, label)
+            if leave_one_out:
+                _leave_one_out(X, label)
             reach = np.zeros(len(sites), bool)
             reach[site[label]] = True
             parts.append(Table(X, site, label, np.ones(len(sites), bool), reach))
@@ -422,12 +428,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fit-lm-folds", type=Path, help="cross-fitting LM folds (training.char_lm --in-domain-folds K "
                     "--fold-out DIR): each training pair and each dev pair is scored with the LM that did not count "
                     "its fold (training.crossfit); the bundle's LM counted them all")
+    ap.add_argument("--fit-count-folds", type=Path, help="cross-fitting candidate tables (training.candidates "
+                    "--folds K, the same K as --fit-lm-folds): each training pair and each dev pair reads the counts "
+                    "of the real pairs less its fold's, instead of leave-one-out counts")
     ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
     ap.add_argument("--reliability-only", action="store_true",
                     help="only print the bundle's reliability table on dev (and draw --plot); with "
-                    "--fit-lm-folds, dev is scored with the LM folds (cross-fitted, as the calibration was fitted)")
+                    "--fit-lm-folds or --fit-count-folds, dev is scored with the folds (cross-fitted, as the calibration "
+                    "was fitted)")
     ap.add_argument("--pairs", type=Path, help="with --reliability-only: a source<TAB>target file to use instead "
                     "of dev (an out-of-sample check of the calibration, which is fitted on dev)")
     a = ap.parse_args(argv)
@@ -437,13 +447,16 @@ def main(argv: list[str] | None = None) -> None:
     if a.reliability_only:
         pairs = read_pairs(a.pairs) if a.pairs else dev_pairs(a.data, a.holdout)
         bundle_fix = Corrector.load(a.model, device="cpu")  # with --fit-lm-folds: dev scored as the calibration saw it
-        scorer = Folds.over(bundle_fix, a.fit_lm_folds, a.data) if a.fit_lm_folds and not a.pairs else bundle_fix
+        crossfit = (a.fit_lm_folds or a.fit_count_folds) and not a.pairs
+        scorer = Folds.over(bundle_fix, a.fit_lm_folds, a.data, a.fit_count_folds) if crossfit else bundle_fix
         for row in reliability(scorer, pairs, a.plot):
             print(json.dumps(row))
         return
     fix = Corrector.load(a.model, device="cpu", threshold=1.0)
-    if a.fit_lm_folds:  # rows and dev both cross-fitted
-        fit = dev_fix = Folds.over(fix, a.fit_lm_folds, a.data)
+    if a.fit_lm_folds or a.fit_count_folds:  # rows and dev both cross-fitted
+        fit = dev_fix = Folds.over(fix, a.fit_lm_folds, a.data, a.fit_count_folds)
+        if a.fit_lm:
+            fit = Folds.over(fix.with_lm(a.fit_lm), None, a.data, a.fit_count_folds)
     else:
         fit = Folds([fix.with_lm(a.fit_lm) if a.fit_lm else fix])
         dev_fix = Folds([fix])
@@ -452,7 +465,10 @@ def main(argv: list[str] | None = None) -> None:
     if a.limit:
         train = train[: a.limit]
     dev = dev_pairs(a.data, a.holdout)
-    report: dict = {"train_pairs": len(train), "dev_pairs": len(dev), "shortlist": a.shortlist}
+    loo = a.fit_count_folds is None  # the rows' counts: leave-one-out, or cross-fitted tables
+    report: dict = {"train_pairs": len(train), "dev_pairs": len(dev), "shortlist": a.shortlist,
+                    "row_counts": "leave-one-out" if loo else "cross-fitted folds"}
+    tag = "" if loo else "_cf"  # cached tables of the two kinds never mix
 
     def cached(name: str, make) -> Table:
         path = a.cache / f"{name}.npz" if a.cache else None
@@ -465,12 +481,13 @@ def main(argv: list[str] | None = None) -> None:
         return t
 
     # 1. shortlist weights, on every candidate of the erroneous characters
-    full = cached("train_cheap", lambda: extract_cheap(fix, train))  # no LM feature among these
+    full = cached(f"train_cheap{tag}", lambda: Table.concat([extract_cheap(f, ps, leave_one_out=loo)
+                                                            for f, ps in fit.groups(train)]))  # no LM feature here
     short_w = fit_conditional_logit(full, list(CHEAP)).linear
     report["shortlist_weights"] = short_w
     report["candidate_recall_train"] = round(float(full.reachable.mean()), 4)
     report["shortlist_recall_train"] = shortlist_recall(full, short_w, [1, 4, 8, 16, 32])
-    dev_full = extract_cheap(fix, dev)
+    dev_full = Table.concat([extract_cheap(f, ps, leave_one_out=False) for f, ps in dev_fix.groups(dev)])
     report["candidate_recall_dev"] = round(float(dev_full.reachable.mean()), 4)
     report["shortlist_recall_dev"] = shortlist_recall(dev_full, short_w, [1, 4, 8, 16, 32])
     print(f"shortlist weights {short_w}; candidate recall dev {report['candidate_recall_dev']}, after the "
@@ -478,8 +495,8 @@ def main(argv: list[str] | None = None) -> None:
     everyone.set(ranker=replace(fix.ranker, shortlist=short_w))
 
     # 2. the ranker, with and without the LM, for each hidden size; 3. thresholds on dev
-    rows = cached(f"train_rows_s{a.shortlist}", lambda: Table.concat([extract(f, ps, shortlist=a.shortlist)
-                                                                      for f, ps in fit.groups(train)]))
+    rows = cached(f"train_rows_s{a.shortlist}{tag}", lambda: Table.concat(
+        [extract(f, ps, shortlist=a.shortlist, leave_one_out=loo) for f, ps in fit.groups(train)]))
     print(f"{len(rows.X):,} training rows ({time.time() - t0:.0f} s)", flush=True)
     grid = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.3 ... 0.9
     best: dict | None = None
@@ -532,6 +549,8 @@ def main(argv: list[str] | None = None) -> None:
             "rows_lm": _lm_summary(a.fit_lm_folds, folds=len(fit.fixes)) if a.fit_lm_folds else
             _lm_summary(a.fit_lm) if a.fit_lm else "the bundle's",
             "dev_lm": "cross-fitted folds (as the rows)" if a.fit_lm_folds else "the bundle's",
+            "row_counts": report["row_counts"],
+            "dev_counts": "the bundle's" if loo else "cross-fitted folds (as the rows)",
             "candidate_recall_dev": report["candidate_recall_dev"], "seconds": round(time.time() - t0)}
     weights = RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"], meta)
     out = a.out or a.model / "ranker.json"
