@@ -21,6 +21,9 @@ class CorrectorConfig:
     protect_foreign_names: float = 0.0  # never edit inside a run of 3 or more characters that the corpus writes
     #                                      inside dot-joined foreign names (唐纳德·特朗普) at least this share of the
     #                                      time: 柯林顿, 哈玛斯 (the bundle's candidates/names.npz); 0 = off
+    protect_regional_forms: bool = True  # never make an edit that only writes a word another region's way: OpenCC's
+    #                                       Taiwan conversion (s2twp) gives the same text with and without it
+    #                                       (计画/计划, 爱滋/艾滋, 想像/想象, 馀/余); a script change, not a spelling fix
     batch_size: int = 32  # chunks per ONNX call
     protect: tuple[str, ...] = field(default_factory=tuple)  # words never edited inside
     confusions: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (A, B): B always considered for A
@@ -57,7 +60,7 @@ class CorrectorConfig:
 
 _KINDS = {"threshold": float, "use_lm": bool, "shortlist": int, "top_k": int, "max_edits": int,
           "protect_dictionary_words": bool, "protect_kept_words": int, "protect_foreign_names": float,
-          "batch_size": int}
+          "protect_regional_forms": bool, "batch_size": int}
 
 
 def _coerce(name: str, value: Any) -> Any:

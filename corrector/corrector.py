@@ -24,7 +24,7 @@ from .foreign_names import foreign_name_positions, name_chars
 from .model_path import ENV_MODEL, default_model_path
 from .rank import HEURISTIC, MAX_ROUNDS, RankerWeights, Scorer, best_candidates, choice_probs, pick_round
 from .runtime import Device, OnnxNetworks, ProcessLocalPool
-from .script import ScriptView, restore_edits, simplified_view
+from .script import ScriptView, regional_form, restore_edits, simplified_view
 from .similarity import SimilarityTables
 from .text import sentence_chunk_spans, split_sentences
 from .tokenize import Encoded, build_tokenizer, encode_batch, read_vocab_list
@@ -33,6 +33,7 @@ from .types import Candidate, CharExplanation, Correction, CorrectorError, Edit,
 # settings of the earlier hand-set decoder that older bundles' manifests still carry; the ranker replaced them
 RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity", "min_shape_similarity",
                               "sim_weight", "freq_weight", "margin", "confusion_bonus", "verify", "verify_threshold"})
+REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
 
 
 @dataclass
@@ -57,6 +58,7 @@ class _Scored:
     first: np.ndarray  # ... and in the first round, before any edit next to it
     decided: dict[int, tuple[int, float]]  # site -> (row, probability) of the edits applied
     capped: set[int] = field(default_factory=set)  # sites above the threshold kept by max_edits
+    regional: set[int] = field(default_factory=set)  # sites whose best edit was only a regional form (kept)
     scorer: Scorer = HEURISTIC.scorer  # what the probabilities came from (its calibration gives confidences)
 
 
@@ -314,9 +316,15 @@ class Corrector:
         sentence = _sentence_of(batch, sites) if cfg.max_edits else None
         per_sentence: dict[tuple[int, int], int] = defaultdict(int)
         capped: set[int] = set()
+        regional: set[int] = set()
         for _ in range(MAX_ROUNDS):
             best_row, best_p = best_candidates(rows, probs, n, open_sites)
             picked = pick_round(sites.chunk, sites.char, best_row, best_p, threshold, spacing)
+            if cfg.protect_regional_forms:  # the site stays as written: its best edit is not a spelling fix
+                vetoed = {s for s in picked if self._regional_edit(batch, sites, rows, decided, s, int(best_row[s]))}
+                regional |= vetoed
+                open_sites[list(vetoed)] = False
+                picked = [s for s in picked if s not in vetoed]
             if sentence is not None:  # max_edits: the most confident first; the others stay as written,
                 keep = []  # and the text the LM re-scores never has them
                 for s in picked:
@@ -329,8 +337,8 @@ class Corrector:
                         open_sites[s] = False
                 picked = keep
             if not picked:
-                if capped and open_sites.any() and best_p[open_sites].max() > threshold:
-                    continue  # only capped sites this round; others may still be picked
+                if (capped or regional) and open_sites.any() and best_p[open_sites].max() > threshold:
+                    continue  # only capped or regional sites this round; others may still be picked
                 break
             for s in picked:
                 decided[s] = (int(best_row[s]), float(best_p[s]))
@@ -350,7 +358,22 @@ class Corrector:
             rows.X[which, COL["lm_gain"]] = self.evidence.lm_gain(sites, rows, lm_ids, which)[which]
             rows.X[:, COL["pair"]] = self.evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
             probs = choice_probs(rows, scorer, n)
-        return _Scored(batch, sites, rows, probs, first, decided, capped, scorer)
+        return _Scored(batch, sites, rows, probs, first, decided, capped, regional, scorer)
+
+    def _regional_edit(self, batch: list[_Chunk], sites: Sites, rows: Rows, decided: dict[int, tuple[int, float]],
+                       s: int, row: int) -> bool:
+        """Whether writing row's character at site ``s`` only changes the regional form of its word, judged on
+        the two characters either side in the chunk as corrected so far."""
+        k = int(sites.chunk[s])
+        text = list(batch[k].text)
+        for t, (r, _) in decided.items():
+            if int(sites.chunk[t]) == k:
+                text[int(sites.char[t])] = self.vocab[int(rows.vid[r])]
+        i = int(sites.char[s])
+        lo, hi = max(0, i - REGIONAL_WINDOW), i + REGIONAL_WINDOW + 1
+        before = "".join(text[lo:hi])
+        text[i] = self.vocab[int(rows.vid[row])]
+        return regional_form(before, "".join(text[lo:hi]))
 
     def _apply(self, scored: _Scored, cfg: CorrectorConfig) -> None:
         sites, rows = scored.sites, scored.rows
@@ -397,6 +420,9 @@ class Corrector:
                 why = f"applied: {self.vocab[int(rows.vid[scored.decided[s][0]])]}"
             elif s in scored.decided or s in scored.capped:
                 why = "kept: max_edits reached (more confident edits in this sentence)"
+            elif s in scored.regional:
+                why = (f"kept: {cands[0].char if cands else 'the best candidate'} would only write the word another "
+                       "region's way (protect_regional_forms)")
             elif not cands:
                 why = "no candidates"
             elif cands[0].score <= threshold:

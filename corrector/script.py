@@ -10,6 +10,9 @@ differ), corrected, and each edit is mapped back:
 - an edit that would only change the script of the original character (one simplifies to the other)
   is dropped: a spelling corrector never converts a correct character.
 
+``regional_form`` is the same rule for words in any script: an edit that Taiwan's conversion cannot see
+(计画 → 计划) is a regional standard, not a spelling error (``protect_regional_forms``).
+
 A chunk that OpenCC leaves unchanged is simplified already and is corrected as it is.
 """
 
@@ -83,6 +86,17 @@ def restore_edits(view: ScriptView, edits: list[Edit]) -> list[Edit]:
         if not _same_character(source, target):
             out.append(Edit(e.position, source, target, e.confidence, e.reason))
     return out
+
+
+def regional_form(before: str, after: str) -> bool:
+    """Whether ``after`` only writes ``before`` another region's way: OpenCC's conversion to Taiwan's script with
+    its phrases (s2twp) gives the same text for both (爱滋 and 艾滋 are both 愛滋, 想像 and 想象 想像), or ``after`` is
+    what converting ``before`` to Taiwan's script and back to the mainland's phrases (tw2sp) writes (计画 → 計畫 →
+    计划, 网路 → 網路 → 网络). Such an edit is a change of standard, not a spelling fix."""
+    if before == after:
+        return False
+    taiwan = _converter("s2twp").convert(before)
+    return taiwan == _converter("s2twp").convert(after) or _converter("tw2sp").convert(taiwan) == after
 
 
 def _traditional_form(simplified: str, in_context: str | None) -> str:

@@ -58,6 +58,9 @@ class DecodingSettings(BaseModel):
     protect_foreign_names: Unit | None = Field(
         default=None, description="never edit inside a run of 3+ characters written inside dot-joined foreign names at "
         "least this share of the time in the corpus (柯林顿, 哈玛斯); 0 = off")
+    protect_regional_forms: bool | None = Field(
+        default=None, description="never make an edit that only writes a word another region's way (计画/计划, "
+        "爱滋/艾滋: the same text in OpenCC's Taiwan conversion)")
     protect: list[Word] | None = Field(default=None, max_length=1000, description="words never edited inside")
     confusions: list[Pair] | None = Field(default=None, max_length=1000,
                                           description='[A, B] pairs: B is always a candidate for A, e.g. [["己", "已"]]')

@@ -143,6 +143,31 @@ def test_protect_foreign_names(tiny_bundle):
         fix.correct(text, protect_foreign_names=-0.1)
 
 
+def test_protect_regional_forms(tiny_bundle, monkeypatch: pytest.MonkeyPatch):
+    """An edit that only writes a word another region's way is not made, and explain says so; the other edits
+    stay; off, it is made. The check sees two characters either side of the edit (its oracle stubbed here: the
+    tiny vocabulary has no regional pair; corrector/script.py's own test has the real ones)."""
+    import corrector.corrector as cc
+
+    seen: list[tuple[str, str]] = []
+
+    def oracle(before: str, after: str) -> bool:
+        seen.append((before, after))
+        return before == "天天汽很好" and after == "天天气很好"
+
+    monkeypatch.setattr(cc, "regional_form", oracle)
+    fix = Corrector.load(tiny_bundle, device="cpu", confusions=[("汽", "气")], threshold=0.0)
+    text = "今天天汽很好"
+    off, on = fix.correct(text, protect_regional_forms=False), fix.correct(text)
+    check(on)
+    assert ("汽", "气") in {(e.source, e.target) for e in off.edits if e.position == 3}
+    assert [e for e in off.edits if e.position != 3] == on.edits and not any(e.position == 3 for e in on.edits)
+    assert ("天天汽很好", "天天气很好") in seen and all(len(b) <= 5 for b, _ in seen)
+    assert "protect_regional_forms" in fix.explain(text).chars[3].decision
+    with pytest.raises(CorrectorError, match="protect_regional_forms"):
+        fix.correct(text, protect_regional_forms="yes")
+
+
 def test_foreign_name_positions():
     from corrector.foreign_names import foreign_name_positions
 

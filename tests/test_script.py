@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corrector import Corrector
-from corrector.script import restore_edits, simplified_view, to_simplified
+from corrector.script import regional_form, restore_edits, simplified_view, to_simplified
 from corrector.text import is_cjk
 from corrector.types import Edit
 
@@ -43,6 +43,16 @@ def test_an_edit_that_only_converts_the_script_is_dropped():
     view = simplified_view("臺灣的天氣很好。")  # the model reads 台湾的天气很好。
     edits = [Edit(0, "台", "臺", 0.9, "shape"), Edit(1, "湾", "弯", 0.8, "pinyin")]
     assert restore_edits(view, edits) == [Edit(1, "灣", "彎", 0.8, "pinyin")]
+
+
+@pytest.mark.parametrize("before, after, regional", [
+    ("计画", "计划", True), ("网路", "网络", True), ("爱滋病", "艾滋病", True), ("想像力", "想象力", True),
+    ("九万馀元", "九万余元", True),
+    ("天汽很好", "天气很好", False), ("以经", "已经", False), ("知到了", "知道了", False), ("公园", "公园", False),
+    ("部份", "部分", False),  # OpenCC's Taiwan tables keep 部份 and 部分 apart: not a regional form to it
+])
+def test_regional_forms_are_what_taiwans_conversion_cannot_tell_apart(before, after, regional):
+    assert regional_form(before, after) is regional
 
 
 @pytest.fixture(scope="module")

@@ -244,7 +244,8 @@ def test_every_decoding_setting_can_be_sent_per_request(forced, tiny_bundle):
     assert set(DecodingSettings.model_fields) == {f.name for f in fields(CorrectorConfig)} - {"batch_size"}
     text = "今天天汽很好。我们去公园散步吧。"
     settings = {"use_lm": False, "top_k": 3, "shortlist": 2, "confusions": [["汽", "气"]],
-                "protect_dictionary_words": True, "protect_kept_words": 3, "protect_foreign_names": 0.01}
+                "protect_dictionary_words": True, "protect_kept_words": 3, "protect_foreign_names": 0.01,
+                "protect_regional_forms": False}
     status, body = post(forced, {"text": text, **settings})
     assert status == 200
     want = Corrector.load(tiny_bundle, device="cpu", **{**FORCE_EDITS, **settings}).correct(text)
@@ -256,6 +257,7 @@ def test_every_decoding_setting_can_be_sent_per_request(forced, tiny_bundle):
     ({"use_lm": "no"}, "use_lm"), ({"top_k": -1}, "top_k"), ({"top_k": 2.5}, "top_k"),
     ({"shortlist": 0}, "shortlist"), ({"shortlist": "8"}, "shortlist"), ({"protect_kept_words": -2}, "protect_kept_words"),
     ({"protect_foreign_names": 1.5}, "protect_foreign_names"), ({"protect_foreign_names": "0.1"}, "protect_foreign_names"),
+    ({"protect_regional_forms": "no"}, "protect_regional_forms"),
     ({"confusions": [["汽"]]}, "confusions"), ({"confusions": [["汽", "气体"]]}, "confusions"),
     ({"batch_size": 4}, "batch_size"), ({"bogus": 1}, "bogus"),
     ({"verify": False}, "verify"), ({"margin": 1.0}, "margin"),  # retired with the hand-set decoder
