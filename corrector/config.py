@@ -24,6 +24,9 @@ class CorrectorConfig:
     protect_regional_forms: bool = True  # never make an edit that only writes a word another region's way: OpenCC's
     #                                       Taiwan conversion (s2twp) gives the same text with and without it
     #                                       (计画/计划, 爱滋/艾滋, 想像/想象, 馀/余); a script change, not a spelling fix
+    veto_unreliable_pairs: bool = True  # never make an edit a -> b that the bundle's ranker got wrong most of the
+    #                                      time decoding the real training pairs (its ranker.json "veto": 甚 -> 什,
+    #                                      他 -> 她 in Taiwan-style text; training.pair_veto)
     batch_size: int = 32  # chunks per ONNX call
     protect: tuple[str, ...] = field(default_factory=tuple)  # words never edited inside
     confusions: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (A, B): B always considered for A
@@ -60,7 +63,7 @@ class CorrectorConfig:
 
 _KINDS = {"threshold": float, "use_lm": bool, "shortlist": int, "top_k": int, "max_edits": int,
           "protect_dictionary_words": bool, "protect_kept_words": int, "protect_foreign_names": float,
-          "protect_regional_forms": bool, "batch_size": int}
+          "protect_regional_forms": bool, "veto_unreliable_pairs": bool, "batch_size": int}
 
 
 def _coerce(name: str, value: Any) -> Any:

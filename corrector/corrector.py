@@ -59,6 +59,7 @@ class _Scored:
     decided: dict[int, tuple[int, float]]  # site -> (row, probability) of the edits applied
     capped: set[int] = field(default_factory=set)  # sites above the threshold kept by max_edits
     regional: set[int] = field(default_factory=set)  # sites whose best edit was only a regional form (kept)
+    vetoed: dict[int, str] = field(default_factory=dict)  # sites whose best edit was an unreliable pair (kept)
     scorer: Scorer = HEURISTIC.scorer  # what the probabilities came from (its calibration gives confidences)
 
 
@@ -317,13 +318,23 @@ class Corrector:
         per_sentence: dict[tuple[int, int], int] = defaultdict(int)
         capped: set[int] = set()
         regional: set[int] = set()
+        vetoed: dict[int, str] = {}
+        veto = scorer.veto if cfg.veto_unreliable_pairs else {}
         for _ in range(MAX_ROUNDS):
             best_row, best_p = best_candidates(rows, probs, n, open_sites)
             picked = pick_round(sites.chunk, sites.char, best_row, best_p, threshold, spacing)
             if cfg.protect_regional_forms:  # the site stays as written: its best edit is not a spelling fix
-                vetoed = {s for s in picked if self._regional_edit(batch, sites, rows, decided, s, int(best_row[s]))}
-                regional |= vetoed
-                open_sites[list(vetoed)] = False
+                other_region = {s for s in picked if self._regional_edit(batch, sites, rows, decided, s,
+                                                                        int(best_row[s]))}
+                regional |= other_region
+                open_sites[list(other_region)] = False
+                picked = [s for s in picked if s not in other_region]
+            if veto:  # the site stays as written: this edit was mostly wrong on the real training pairs
+                for s in picked:
+                    pair = sites.src[s] + self.vocab[int(rows.vid[best_row[s]])]
+                    if pair in veto:
+                        vetoed[s] = pair
+                        open_sites[s] = False
                 picked = [s for s in picked if s not in vetoed]
             if sentence is not None:  # max_edits: the most confident first; the others stay as written,
                 keep = []  # and the text the LM re-scores never has them
@@ -337,8 +348,8 @@ class Corrector:
                         open_sites[s] = False
                 picked = keep
             if not picked:
-                if (capped or regional) and open_sites.any() and best_p[open_sites].max() > threshold:
-                    continue  # only capped or regional sites this round; others may still be picked
+                if (capped or regional or vetoed) and open_sites.any() and best_p[open_sites].max() > threshold:
+                    continue  # only capped, regional or vetoed sites this round; others may still be picked
                 break
             for s in picked:
                 decided[s] = (int(best_row[s]), float(best_p[s]))
@@ -358,7 +369,7 @@ class Corrector:
             rows.X[which, COL["lm_gain"]] = self.evidence.lm_gain(sites, rows, lm_ids, which)[which]
             rows.X[:, COL["pair"]] = self.evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
             probs = choice_probs(rows, scorer, n)
-        return _Scored(batch, sites, rows, probs, first, decided, capped, regional, scorer)
+        return _Scored(batch, sites, rows, probs, first, decided, capped, regional, vetoed, scorer)
 
     def _regional_edit(self, batch: list[_Chunk], sites: Sites, rows: Rows, decided: dict[int, tuple[int, float]],
                        s: int, row: int) -> bool:
@@ -420,6 +431,11 @@ class Corrector:
                 why = f"applied: {self.vocab[int(rows.vid[scored.decided[s][0]])]}"
             elif s in scored.decided or s in scored.capped:
                 why = "kept: max_edits reached (more confident edits in this sentence)"
+            elif s in scored.vetoed:
+                pair = scored.vetoed[s]
+                right, wrong = scored.scorer.veto[pair]
+                why = (f"kept: {pair[0]}→{pair[1]} was right in {right} of its {right + wrong} edits on the real "
+                       "training pairs (veto_unreliable_pairs)")
             elif s in scored.regional:
                 why = (f"kept: {cands[0].char if cands else 'the best candidate'} would only write the word another "
                        "region's way (protect_regional_forms)")

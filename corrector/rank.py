@@ -10,7 +10,7 @@ the corrected text, so several errors in one sentence, adjacent ones included, a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -37,6 +37,10 @@ class Scorer:
     # what a threshold means, never which edit is more likely); below the first knot it stays at the first
     # confidence, above the last at the last
     calibration: tuple[tuple[float, ...], tuple[float, ...]] = IDENTITY
+    # unreliable pairs: "ab" -> (right, wrong), the edits a -> b this scorer made decoding the real training pairs
+    # when they were mostly wrong (甚 -> 什, 他 -> 她 in sighan_train); never made (``veto_unreliable_pairs``;
+    # training.pair_veto)
+    veto: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def calibrate(self, p: np.ndarray | float) -> np.ndarray:
         xs, ys = self.calibration
@@ -75,6 +79,8 @@ class Scorer:
             d.update(hidden=self.hidden, bias=self.bias, out=self.out)
         if self.calibration != IDENTITY:
             d["calibration"] = {"probability": list(self.calibration[0]), "confidence": list(self.calibration[1])}
+        if self.veto:
+            d["veto"] = {pair: list(counts) for pair, counts in self.veto.items()}
         return d
 
     @classmethod
@@ -95,8 +101,11 @@ class Scorer:
                 or min(xs + ys) < 0.0 or max(xs + ys) > 1.0:
             raise ValueError("ranker calibration: probability and confidence knots must be two equally long, "
                              "strictly increasing lists in [0, 1] (a monotone map)")
+        veto = {str(pair): (int(c[0]), int(c[1])) for pair, c in d.get("veto", {}).items()}
+        if any(len(pair) != 2 for pair in veto):
+            raise ValueError("ranker veto: each pair is two characters, the one written and its replacement")
         return cls({f: float(v) for f, v in d["linear"].items()}, hidden, [float(v) for v in d.get("bias", [])], out,
-                   (xs, ys))
+                   (xs, ys), veto)
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,10 @@ class RankerWeights:
 
     def pick(self, use_lm: bool) -> Scorer:
         return self.scorer if use_lm else self.scorer_no_lm
+
+    def with_scorer(self, use_lm: bool, scorer: Scorer) -> RankerWeights:
+        """A copy with ``scorer`` in place of the one ``pick(use_lm)`` gives."""
+        return replace(self, scorer=scorer) if use_lm else replace(self, scorer_no_lm=scorer)
 
     def to_dict(self) -> dict:
         return {"features": list(FEATURES), "cheap_features": list(CHEAP), "with_lm": self.scorer.to_dict(),

@@ -61,6 +61,9 @@ class DecodingSettings(BaseModel):
     protect_regional_forms: bool | None = Field(
         default=None, description="never make an edit that only writes a word another region's way (计画/计划, "
         "爱滋/艾滋: the same text in OpenCC's Taiwan conversion)")
+    veto_unreliable_pairs: bool | None = Field(
+        default=None, description="never make an edit a → b that the model's ranker got wrong most of the time on the "
+        "real training pairs (甚→什, 他→她)")
     protect: list[Word] | None = Field(default=None, max_length=1000, description="words never edited inside")
     confusions: list[Pair] | None = Field(default=None, max_length=1000,
                                           description='[A, B] pairs: B is always a candidate for A, e.g. [["己", "已"]]')
