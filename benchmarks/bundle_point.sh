@@ -3,8 +3,8 @@
 # candidate table $CANDIDATES (default runs/candidates, built here when missing: the default bundle's tables plus
 # names.npz, the foreign names' characters), the character LM $LM (default: the in-domain LM of the README,
 # runs/lm/kn4_dom10), the ranker refitted on this pair's features with the LM's cross-fitting folds $FOLDS and the
-# decoding defaults, then the dev split (cross-fitted, and without the LM), SIGHAN-15 (reported, never used for a
-# choice) and the false positives on correct text.
+# decoding defaults, the unreliable edit pairs (training.pair_veto), then the dev split (cross-fitted, and without the
+# LM), SIGHAN-15 (reported, never used for a choice) and the false positives on correct text.
 #
 #   bash benchmarks/bundle_point.sh runs/ft100 ft100        -> runs/bundle_ft100, runs/ft100_*.json, runs/ft100_fp.txt
 #   bash benchmarks/bundle_point.sh data/electra_models/default shipped    (a bundle: its networks, the rest as above)
@@ -37,6 +37,8 @@ python -m training.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "
     --fit-lm-folds "$FOLDS" --products $P --out "runs/ranker_$NAME.json" --report "runs/ranker_${NAME}_report.json" \
     --plot "runs/reliability_$NAME.png"
 python -m training.export --update "$B" --ranker "runs/ranker_$NAME.json"
+# the edit pairs this ranker gets mostly wrong on the training pairs, vetoed; the threshold re-chosen on dev
+python -m training.pair_veto --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" --report "runs/${NAME}_veto.json"
 python -m training.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --report "runs/${NAME}_dev_cf.json"
 python -m training.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --set protect_kept_words=0 \
     --report "runs/${NAME}_dev_cf_pkw0.json"

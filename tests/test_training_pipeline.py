@@ -87,6 +87,7 @@ TINY = {
     "char_lm": {"--prune": ["--prune", "0,0,0,0", "--vocab-size", "300"]},
     "candidates": {"--holdout": ["--holdout", "5"]},
     "ranker": {"--holdout": ["--holdout", "5"]},
+    "pair_veto": {"--holdout": ["--holdout", "5"]},
 }
 
 
@@ -119,7 +120,7 @@ def test_readme_training_commands_run_as_written(tmp_path):
     assert modules == ["training.prepare", "training.similarity", "training.pretrain", "training.make_csc_data",
                        "training.finetune", "training.finetune", "training.export", "training.char_lm",
                        "training.candidates", "training.export", "training.ranker", "training.export",
-                       "training.evaluate"]
+                       "training.pair_veto", "training.evaluate"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for cmd in commands:
         assert cmd[0] == "python"
