@@ -126,6 +126,10 @@ class RankerWeights:
         """A copy with ``scorer`` in place of the one ``pick(use_lm)`` gives."""
         return replace(self, scorer=scorer) if use_lm else replace(self, scorer_no_lm=scorer)
 
+    def with_threshold(self, use_lm: bool, threshold: float) -> RankerWeights:
+        """A copy with ``threshold`` as the default threshold of the scorer ``pick(use_lm)`` gives."""
+        return replace(self, threshold=threshold) if use_lm else replace(self, threshold_no_lm=threshold)
+
     def to_dict(self) -> dict:
         return {"features": list(FEATURES), "cheap_features": list(CHEAP), "with_lm": self.scorer.to_dict(),
                 "no_lm": self.scorer_no_lm.to_dict(), "shortlist": self.shortlist, "threshold": self.threshold,

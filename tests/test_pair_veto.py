@@ -82,7 +82,7 @@ def test_pair_veto_writes_the_pairs_the_decoder_got_wrong(tiny_bundle, tmp_path:
     ranker = json.loads((bundle / "ranker.json").read_text(encoding="utf-8"))
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     for key in ("with_lm", "no_lm"):
-        made = {p: c for p, c in report[key]["pairs"].items() if sum(c) >= 5}
+        made = {p: c for p, c in report[key]["rounds"][-1]["pairs"].items() if sum(c) >= 5}
         assert made and ranker[key]["veto"] == made and all(r == 0 for r, _ in made.values())
     after = Corrector.load(bundle, device="cpu")
     assert not {e.source + e.target for e in after.correct("今天天气很好").edits} & set(ranker["no_lm"]["veto"])

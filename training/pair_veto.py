@@ -10,7 +10,8 @@ the dev split or a test set; with ``--fit-lm-folds`` each with the LM that never
 threshold and counts each pair's right and wrong edits. A pair made at least ``--min-edits`` times and right less
 than ``--max-precision`` of the time, (right + 1) / (edits + 2), goes into the scorer's ``veto`` in ranker.json;
 the decoder never makes it (``veto_unreliable_pairs``). Fewer wrong edits leave room under the dev FPR cap, so the
-threshold is chosen again on the dev split, with the veto, from a grid around the old one.
+threshold is chosen again on the dev split, with the veto, from a grid around the old one; at the new threshold
+the pairs are counted again, until neither the vetoes nor the threshold change (``--rounds``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from corrector import Corrector
 from corrector.rank import RankerWeights, Scorer
 
 from .crossfit import Folds
-from .ranker import choose_threshold, summarise, sweep
+from .ranker import summarise, sweep
 from .splits import Pair, dev_pairs, train_pairs
 
 
@@ -52,8 +53,14 @@ def unreliable(right: Counter, wrong: Counter, min_edits: int, max_precision: fl
     return out
 
 
-def threshold_grid(around: float, step: float = 0.025, below: int = 8, above: int = 4) -> list[float]:
+def threshold_grid(around: float, step: float = 0.025, below: int = 12, above: int = 4) -> list[float]:
     return sorted({round(min(max(around + step * k, 0.01), 0.99), 4) for k in range(-below, above + 1)})
+
+
+def choose_threshold_rows(rows: list[dict], max_fpr: float) -> float:
+    """The threshold of the best dev F1 with at most ``max_fpr`` (``training.ranker.choose_threshold`` on summaries)."""
+    ok = [r for r in rows if r["fpr"] <= max_fpr] or rows
+    return float(max(ok, key=lambda r: (r["f1"], r["threshold"]))["threshold"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -66,9 +73,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--min-edits", type=int, default=5, help="a pair needs at least this many edits to be judged")
     ap.add_argument("--max-precision", type=float, default=0.2, help="veto a pair right less often than this")
     ap.add_argument("--max-fpr", type=float, default=0.08, help="most error-free dev sentences changed")
+    ap.add_argument("--rounds", type=int, default=3, help="count, veto and choose again at the new threshold, until "
+                    "neither the vetoes nor the threshold change (at most this many rounds)")
     ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
     ap.add_argument("--report", type=Path, help="JSON report: every pair's counts, the vetoes, dev before and after")
     a = ap.parse_args(argv)
+    if a.rounds < 1:
+        ap.error("--rounds needs at least 1")
     t0 = time.time()
     fix = Corrector.load(a.model, device="cpu")
     if fix.ranker.meta.get("fitted") is not True:
@@ -82,26 +93,36 @@ def main(argv: list[str] | None = None) -> None:
         scorer: Scorer = ranker.pick(use_lm)
         th_key = "threshold" if use_lm else "threshold_no_lm"
         old = float(getattr(ranker, th_key))
-        folds.set(ranker=ranker.with_scorer(use_lm, replace(scorer, veto={})))
-        right, wrong = pair_counts(folds, train, use_lm)
-        veto = unreliable(right, wrong, a.min_edits, a.max_precision)
-        grid = threshold_grid(old, below=12)
-        before = summarise(sweep(folds, dev, [old], use_lm=use_lm))[0]
-        ranker = ranker.with_scorer(use_lm, replace(scorer, veto=veto))
+        threshold: float = old
+        previous: dict[str, tuple[int, int]] | None = None
+        rounds: list[dict] = []
+        for _ in range(a.rounds):  # the vetoes depend on the threshold and the threshold on the vetoes
+            ranker = ranker.with_scorer(use_lm, replace(scorer, veto={})).with_threshold(use_lm, threshold)
+            folds.set(ranker=ranker)
+            right, wrong = pair_counts(folds, train, use_lm)
+            veto = unreliable(right, wrong, a.min_edits, a.max_precision)
+            if not rounds:
+                before = summarise(sweep(folds, dev, [old], use_lm=use_lm))[0]
+            ranker = ranker.with_scorer(use_lm, replace(scorer, veto=veto))
+            folds.set(ranker=ranker)
+            table = summarise(sweep(folds, dev, threshold_grid(threshold), use_lm=use_lm))
+            chosen = choose_threshold_rows(table, a.max_fpr)
+            best = next(r for r in table if r["threshold"] == chosen)
+            rounds.append({"counted_at": threshold, "veto": veto, "threshold": chosen, "dev": table,
+                           "pairs": {p: [right[p], wrong[p]] for p in sorted(set(right) | set(wrong),
+                                                                             key=lambda p: -(right[p] + wrong[p]))}})
+            print(f"{key}, counted at {threshold:.3f}: {len(veto)} pairs vetoed ("
+                  + ", ".join(f"{p[0]}→{p[1]} {r}/{r + w}" for p, (r, w) in veto.items())
+                  + f"); dev {before['f1']:.3f} / {before['fpr']:.3f} at {old:.3f} -> {best['f1']:.3f} / "
+                  f"{best['fpr']:.3f} at {chosen:.3f} ({time.time() - t0:.0f} s)", flush=True)
+            done = veto == previous and chosen == threshold
+            previous, threshold = veto, chosen
+            ranker = ranker.with_threshold(use_lm, chosen)
+            if done:
+                break
         folds.set(ranker=ranker)
-        table = sweep(folds, dev, grid, use_lm=use_lm)
-        chosen = choose_threshold(table, a.max_fpr)["threshold"]
-        ranker = replace(ranker, **{th_key: chosen})
-        folds.set(ranker=ranker)
-        after = summarise(table)
-        report[key] = {"veto": veto, "threshold_before": old, "threshold": chosen, "dev_before": before,
-                       "dev_after": after,
-                       "pairs": {p: [right[p], wrong[p]] for p in sorted(set(right) | set(wrong),
-                                                                         key=lambda p: -(right[p] + wrong[p]))}}
-        best = next(r for r in after if r["threshold"] == chosen)
-        print(f"{key}: {len(veto)} pairs vetoed ({', '.join(f'{p[0]}→{p[1]} {r}/{r + w}' for p, (r, w) in veto.items())}); "
-              f"dev {before['f1']:.3f} / {before['fpr']:.3f} at {old:.3f} -> {best['f1']:.3f} / {best['fpr']:.3f} at "
-              f"{chosen:.3f} ({time.time() - t0:.0f} s)", flush=True)
+        report[key] = {"veto": previous, "threshold_before": old, "threshold": threshold, "dev_before": before,
+                       "rounds": rounds}
     meta = {**ranker.meta, "veto": {"min_edits": a.min_edits, "max_precision": a.max_precision,
                                     "decoded": "training.splits.train_pairs", "max_fpr": a.max_fpr}}
     ranker = replace(ranker, meta=meta)
