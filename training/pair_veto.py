@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
                   + ", ".join(f"{p[0]}→{p[1]} {r}/{r + w}" for p, (r, w) in veto.items())
                   + f"); dev {before['f1']:.3f} / {before['fpr']:.3f} at {old:.3f} -> {best['f1']:.3f} / "
                   f"{best['fpr']:.3f} at {chosen:.3f} ({time.time() - t0:.0f} s)", flush=True)
-            done = veto == previous and chosen == threshold
+            done = previous is not None and set(veto) == set(previous) and chosen == threshold  # the counts may move
             previous, threshold = veto, chosen
             ranker = ranker.with_threshold(use_lm, chosen)
             if done:
