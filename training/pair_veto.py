@@ -91,9 +91,8 @@ def main(argv: list[str] | None = None) -> None:
                     "max_precision": a.max_precision}
     for key, use_lm in (("with_lm", True), ("no_lm", False)):
         scorer: Scorer = ranker.pick(use_lm)
-        th_key = "threshold" if use_lm else "threshold_no_lm"
-        old = float(getattr(ranker, th_key))
-        threshold: float = old
+        old = ranker.threshold if use_lm else ranker.threshold_no_lm
+        threshold = old
         previous: dict[str, tuple[int, int]] | None = None
         rounds: list[dict] = []
         for _ in range(a.rounds):  # the vetoes depend on the threshold and the threshold on the vetoes
