@@ -27,7 +27,7 @@ from corrector import Corrector
 from corrector.rank import RankerWeights, Scorer
 
 from .crossfit import Folds
-from .ranker import summarise, sweep
+from .ranker import choose_threshold, summarise, sweep
 from .splits import Pair, dev_pairs, train_pairs
 
 
@@ -55,12 +55,6 @@ def unreliable(right: Counter, wrong: Counter, min_edits: int, max_precision: fl
 
 def threshold_grid(around: float, step: float = 0.025, below: int = 12, above: int = 4) -> list[float]:
     return sorted({round(min(max(around + step * k, 0.01), 0.99), 4) for k in range(-below, above + 1)})
-
-
-def choose_threshold_rows(rows: list[dict], max_fpr: float) -> float:
-    """The threshold of the best dev F1 with at most ``max_fpr`` (``training.ranker.choose_threshold`` on summaries)."""
-    ok = [r for r in rows if r["fpr"] <= max_fpr] or rows
-    return float(max(ok, key=lambda r: (r["f1"], r["threshold"]))["threshold"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -104,8 +98,9 @@ def main(argv: list[str] | None = None) -> None:
                 before = summarise(sweep(folds, dev, [old], use_lm=use_lm))[0]
             ranker = ranker.with_scorer(use_lm, replace(scorer, veto=veto))
             folds.set(ranker=ranker)
-            table = summarise(sweep(folds, dev, threshold_grid(threshold), use_lm=use_lm))
-            chosen = choose_threshold_rows(table, a.max_fpr)
+            swept = sweep(folds, dev, threshold_grid(threshold), use_lm=use_lm)
+            chosen = choose_threshold(swept, a.max_fpr)["threshold"]
+            table = summarise(swept)
             best = next(r for r in table if r["threshold"] == chosen)
             rounds.append({"counted_at": threshold, "veto": veto, "threshold": chosen, "dev": table,
                            "pairs": {p: [right[p], wrong[p]] for p in sorted(set(right) | set(wrong),
