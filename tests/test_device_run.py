@@ -154,3 +154,31 @@ def test_device_run_goes_from_carried_packs_to_what_comes_back(prepared, pair, t
     with tarfile.open(out / "logs.tar.gz") as tar:
         names = tar.getnames()
     assert {"pre/metrics.jsonl", "pre/ledger.json", "ft/metrics.jsonl"} <= set(names)
+
+
+def test_one_call_fits_both_schedules_to_its_minutes(prepared, pair, tmp_path):
+    """PRE_MIN: one call pretrains for PRE_MIN minutes with the schedule fitted to them (--fit-minutes), then
+    fine-tunes with a schedule fitted to what is left; both stages end their schedules, and both pairs come back."""
+    carry, out, g = tmp_path / "carry", tmp_path / "out", tmp_path / "gpu"
+    device_pack.pack_data(prepared, carry / "data1", max_bytes=1 << 30)
+    device_pack.pack_pair(pair, carry / "init")
+    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in SENTENCES) * 3
+    (tmp_path / "train4.tsv").write_text(pairs, encoding="utf-8")
+    (tmp_path / "dev4.tsv").write_text(pairs, encoding="utf-8")
+    device_pack.pack_files(carry / "csc", [tmp_path / "train4.tsv", tmp_path / "dev4.tsv"])
+    env = {"OUT": str(out), "G": str(g), "CARRY": str(carry), "PY": sys.executable, "DEVICE": "cpu",
+           "PRECISION": "fp32", "CONFIG": "debug", "BATCH": "4", "SEQ": "32", "WARMUP": "1", "PRE_STEPS": "100000",
+           "EVAL": "1000", "FT_STEPS": "100000", "FT_EVAL": "1000", "FT_WARMUP": "1", "FT_BATCH": "4",
+           "RESERVE": "0", "FT_STARTUP_MIN": "0.05", "PRE_MIN": "0.15", "EXTRA": "--threads 1"}
+    res = subprocess.run(["bash", "training/device_run.sh", "1"], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, **env}, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert res.stdout.count(" steps/s, max_steps ") == 4  # each stage: the probe, then a third of the way
+    pre = json.loads((g / "pre" / "provenance.json").read_text())["pretraining"]
+    assert pre["finished"] and 120 < pre["step"] < 100000
+    assert json.loads((g / "pre" / "config.json").read_text())["train_config"]["max_steps"] == pre["step"]
+    ft = json.loads((g / "ft" / "provenance.json").read_text())
+    assert 120 < ft["finetune"]["steps"] < 100000
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == ["ft/discriminator.safetensors", "ft/generator.safetensors", "ft/pair.tar", "logs.tar.gz",
+                     "pre/discriminator.safetensors", "pre/generator.safetensors", "pre/pair.tar"]

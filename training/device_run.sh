@@ -31,12 +31,16 @@ FT_DEV=${FT_DEV:-dev4.tsv}        # its held-out pairs (the dev split)
 FT_EXTRA=${FT_EXTRA:---generator-body discriminator --mask-prob 0}  # the corrector on the discriminator's body
 FT_EVAL=${FT_EVAL:-1000}
 EXTRA=${EXTRA:-}                # more training.pretrain flags (e.g. --compile)
+PRE_MIN=${PRE_MIN:-}            # one call for both stages: pretrain this many minutes (the schedule fitted to
+                                # them, --fit-minutes), then fine-tune with a schedule fitted to what is left
 G=${G:-runs/gpu}                # run folders there (kept between calls while the machine is warm)
 CARRY=${CARRY:-.carry}          # what the calls carried (git-ignored here: name its folders in the run's carry)
 RESERVE=${RESERVE:-1}           # minutes kept for packing
 
 t_end=$(( $(date +%s) + MINUTES * 60 ))
 left() { echo $(( (t_end - $(date +%s)) / 60 - RESERVE )); }
+left_min() { "$PY" -c "import sys; print(round(max(0.0, (int(sys.argv[1]) - int(sys.argv[2])) / 60 - float(sys.argv[3])), 2))" \
+    "$t_end" "$(date +%s)" "$RESERVE"; }
 stamp() { echo "== $(date -u +%FT%TZ) $*"; }
 # shellcheck source=training/stages.sh
 . training/stages.sh  # pretrained DIR, finetuned DIR STEPS (with $PY)
@@ -57,7 +61,45 @@ if [ -d "$CARRY/csc" ] && [ ! -f "$G/csc/$FT_DEV" ]; then
     "$PY" -m training.device_pack unpack-files "$CARRY/csc" "$G/csc"
 fi
 
-if ! pretrained "$G/pre" && [ -f "$G/data/meta.json" ] && [ "$(left)" -ge 1 ]; then
+pack() {
+    stamp "pack into \$OUT"
+    for run in pre ft; do
+        [ -f "$G/$run/discriminator/model.safetensors" ] && "$PY" -m training.device_pack pair "$G/$run" "$OUT/$run"
+    done
+    "$PY" -m training.device_pack logs "$OUT" "$G/pre" "$G/ft"
+    ls -la "$OUT" "$OUT"/*/ 2>/dev/null || true
+    for run in pre ft; do
+        [ -f "$G/$run/provenance.json" ] && { echo "$run:"; "$PY" -c "import json, sys
+p = json.load(open(sys.argv[1])); s = p.get('finetune') or p['pretraining']
+print({k: s.get(k) for k in ('step', 'steps', 'tokens_seen', 'finished', 'best_dev_cor_f1_proxy', 'elapsed_s')})" \
+            "$G/$run/provenance.json"; }
+    done
+    true
+}
+trap pack EXIT  # what is there goes back even when a stage fails
+
+if [ -n "$PRE_MIN" ] && [ ! -f "$G/pre/discriminator/model.safetensors" ] && [ -f "$G/data/meta.json" ]; then
+    init=()
+    [ -d "$G/init/discriminator" ] && init=(--init-from "$G/init")
+    stamp "pretrain, the schedule fitted to $PRE_MIN min"
+    # shellcheck disable=SC2086
+    "$PY" -m training.pretrain --data "$G/data" --out "$G/pre" --config "$CONFIG" --device "$DEVICE" \
+        --precision "$PRECISION" "${init[@]}" --batch-size "$BATCH" --seq-len "$SEQ" --lr "$LR" \
+        --warmup-steps "$WARMUP" --max-steps "$PRE_STEPS" --eval-every "$EVAL" --ckpt-every 500 \
+        --fit-minutes "$PRE_MIN" --max-minutes "$("$PY" -c "print($PRE_MIN * 1.08 + 0.25)")" $EXTRA
+fi
+if [ -n "$PRE_MIN" ] && [ -f "$G/pre/discriminator/model.safetensors" ] && [ ! -f "$G/ft/provenance.json" ] \
+        && [ -f "$G/csc/$FT_TRAIN" ]; then
+    ft_min=$("$PY" -c "print(round(max(0.2, $(left_min) - ${FT_STARTUP_MIN:-0.75}), 2))")  # less its start
+    stamp "fine-tune, the schedule fitted to $ft_min min"
+    # shellcheck disable=SC2086
+    "$PY" -m training.finetune --init "$G/pre" --train "$G/csc/$FT_TRAIN" --dev "$G/csc/$FT_DEV" --out "$G/ft" \
+        --device "$DEVICE" --precision "$PRECISION" --lr "$FT_LR" --warmup-steps "${FT_WARMUP:-500}" \
+        --max-steps "$FT_STEPS" --eval-every "$FT_EVAL" --ckpt-every 1000 --keep last \
+        --fit-minutes "$ft_min" --max-minutes "$ft_min" ${FT_BATCH:+--batch-size "$FT_BATCH"} $FT_EXTRA
+fi
+
+if [ -z "$PRE_MIN" ] && ! pretrained "$G/pre" && [ -f "$G/data/meta.json" ] && [ "$(left)" -ge 1 ]; then
     init=()
     [ -d "$G/init/discriminator" ] && init=(--init-from "$G/init")
     stamp "pretrain for $(left) min"
@@ -68,7 +110,7 @@ if ! pretrained "$G/pre" && [ -f "$G/data/meta.json" ] && [ "$(left)" -ge 1 ]; t
         --max-minutes "$(left)" $EXTRA
 fi
 
-if pretrained "$G/pre" && ! finetuned "$G/ft" "$FT_STEPS" && [ -f "$G/csc/$FT_TRAIN" ] && [ "$(left)" -ge 1 ]; then
+if [ -z "$PRE_MIN" ] && pretrained "$G/pre" && ! finetuned "$G/ft" "$FT_STEPS" && [ -f "$G/csc/$FT_TRAIN" ] && [ "$(left)" -ge 1 ]; then
     stamp "fine-tune for $(left) min"
     # shellcheck disable=SC2086
     "$PY" -m training.finetune --init "$G/pre" --train "$G/csc/$FT_TRAIN" --dev "$G/csc/$FT_DEV" --out "$G/ft" \
@@ -76,16 +118,3 @@ if pretrained "$G/pre" && ! finetuned "$G/ft" "$FT_STEPS" && [ -f "$G/csc/$FT_TR
         --eval-every "$FT_EVAL" --ckpt-every 1000 --keep last --max-minutes "$(left)" $FT_EXTRA
 fi
 
-stamp "pack into \$OUT"
-for run in pre ft; do
-    [ -f "$G/$run/discriminator/model.safetensors" ] && "$PY" -m training.device_pack pair "$G/$run" "$OUT/$run"
-done
-"$PY" -m training.device_pack logs "$OUT" "$G/pre" "$G/ft"
-ls -la "$OUT" "$OUT"/*/ 2>/dev/null || true
-for run in pre ft; do
-    [ -f "$G/$run/provenance.json" ] && { echo "$run:"; "$PY" -c "import json, sys
-p = json.load(open(sys.argv[1])); s = p.get('finetune') or p['pretraining']
-print({k: s.get(k) for k in ('step', 'steps', 'tokens_seen', 'finished', 'best_dev_cor_f1_proxy', 'elapsed_s')})" \
-        "$G/$run/provenance.json"; }
-done
-true

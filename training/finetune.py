@@ -236,7 +236,8 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
     runner = loop.StepRunner(model, opt, lr=cfg.lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.max_steps,
                              ckpt_path=ckpt_path, ckpt_every=cfg.ckpt_every, state=state,
                              max_minutes=args.max_minutes, stop_after=args.stop_after, step=step,
-                             elapsed_before=elapsed_before, desc="finetune")
+                             elapsed_before=elapsed_before, desc="finetune", fit_minutes=args.fit_minutes,
+                             on_schedule=lambda n: setattr(cfg, "max_steps", n))
 
     buckets = length_buckets(train_data, cfg.batch_size, cfg.bucket_batches)
     bucket_p = np.array([len(b) for b in buckets], dtype=np.float64) / len(train_data)
@@ -319,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--stop-after", type=int, default=0,
                     help="stop (and checkpoint) after this many steps in this invocation; resume later")
     ap.add_argument("--max-minutes", type=float, default=0)
+    ap.add_argument("--fit-minutes", type=float, default=0,
+                    help="set --max-steps from the step rate measured early on so the schedule ends after this long")
     loop.add_runtime_args(ap)
     ap.add_argument("--keep", choices=["best", "last"], default="best",
                     help="the pair written to --out: the best step on the dev proxy (best/ keeps it either way), or "

@@ -267,6 +267,10 @@ class RunResult:
     stopped: str | None = None  # why a hook stopped the run early (e.g. a collapse), else None
 
 
+FIT_PROBE = (20, 120)  # steps of an invocation between which fit_minutes measures the rate (after warm-up)
+FIT_MARGIN = 0.92  # share of the measured rate counted on (evaluations and checkpoints take the rest)
+
+
 class StepRunner:
     """The one training loop of pretraining and fine-tuning: the lr schedule (linear warmup, linear decay),
     gradient accumulation, clipping, the optimizer step, when to stop (end of schedule, ``stop_after`` steps
@@ -281,7 +285,8 @@ class StepRunner:
     def __init__(self, model: torch.nn.Module, opt: torch.optim.Optimizer, *, lr: float, warmup_steps: int,
                  max_steps: int, ckpt_path: Path, ckpt_every: int, state: Callable[[], dict],
                  clip: float = 1.0, max_minutes: float = 0, stop_after: int = 0, step: int = 0,
-                 elapsed_before: float = 0.0, is_main: bool = True, desc: str = "train"):
+                 elapsed_before: float = 0.0, is_main: bool = True, desc: str = "train", fit_minutes: float = 0,
+                 on_schedule: Callable[[int], None] | None = None):
         self.model, self.opt = model, opt
         self.lr, self.warmup_steps, self.max_steps, self.clip = lr, warmup_steps, max_steps, clip
         self.ckpt_path, self.ckpt_every, self.state = ckpt_path, ckpt_every, state
@@ -290,6 +295,12 @@ class StepRunner:
         self.t_start = time.time()
         self.deadline = self.t_start + max_minutes * 60 if max_minutes else math.inf
         self.stopped: str | None = None
+        # fit_minutes: the schedule's length is set from the step rate measured early in this invocation so that
+        # its linear decay ends when these minutes do (a lent GPU's calls are timed, and its speed is unknown
+        # before the first); on_schedule(max_steps) tells the caller, whose config records it
+        self.fit_minutes, self.on_schedule = fit_minutes, on_schedule
+        self.fit_probe = (step + FIT_PROBE[0], step + FIT_PROBE[1])
+        self.fit_t0, self.fit_again = 0.0, False
 
     @property
     def elapsed_s(self) -> float:
@@ -301,6 +312,35 @@ class StepRunner:
     def stop(self, reason: str) -> None:
         """Ask the loop to end after the current step (checkpointed; the pair is the caller's call)."""
         self.stopped = reason
+
+    def fit_schedule(self) -> None:
+        """fit_minutes: note the time at the probe's first step; at its last, set max_steps from the rate between
+        them; once a third of the minutes has gone, set it again from the rate since (the first steps of a
+        fine-tuning run its length buckets' shapes for the first time and ran at half speed on an H100)."""
+        if not self.fit_minutes:
+            return
+        now = time.time()
+        if self.step == self.fit_probe[0]:
+            self.fit_t0 = now
+        elif self.step == self.fit_probe[1]:
+            self.refit(self.fit_probe[1] - self.fit_probe[0], now - self.fit_t0)
+            self.fit_t0, self.fit_again = now, True
+        elif self.fit_again and now - self.t_start > self.fit_minutes * 20 and self.step >= self.fit_probe[1] + 50:
+            self.fit_again = False
+            self.refit(self.step - self.fit_probe[1], now - self.fit_t0)
+
+    def refit(self, steps: int, seconds: float) -> None:
+        rate = steps / max(1e-9, seconds)
+        left_s = self.t_start + self.fit_minutes * 60 - time.time()
+        fitted = torch.tensor([self.step + max(1, int(rate * left_s * FIT_MARGIN))])
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.broadcast(fitted, src=0)  # every rank keeps rank 0's schedule
+        self.max_steps = self.last_step = int(fitted)
+        if self.on_schedule:
+            self.on_schedule(self.max_steps)
+        if self.is_main:
+            print(f"\nschedule fitted to {self.fit_minutes:g} min: {rate:.2f} steps/s, max_steps {self.max_steps}",
+                  flush=True)
 
     def checkpoint(self) -> None:
         extra = self.state()
@@ -340,6 +380,8 @@ class StepRunner:
             while self.step < self.last_step and time.time() < self.deadline and self.stopped is None:
                 lr = self.lr_now()
                 stats = self.train_step(micro_step, accum)
+                self.fit_schedule()
+                bar.total = self.max_steps
                 bar.update(1)
                 on_step(self.step, lr, stats)
                 if self.step % self.ckpt_every == 0 and self.stopped is None:

@@ -255,7 +255,7 @@ def load_init_pair(model: ElectraPretrainer, init: Path) -> dict:
 def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, device: str = "auto",
           threads: int = 0, confusions_path: Path | None = None, compile_model: bool = False,
           stop_after: int = 0, given: set[str] | None = None, forking: bool = False, precision: str = "auto",
-          init_from: Path | None = None) -> dict:
+          init_from: Path | None = None, fit_minutes: float = 0) -> dict:
     """Pretrain into ``out`` (resuming from out/ckpt.pt). ``given``: the config fields set on the command
     line (None = all of them), which a resumed run must not silently override. ``forking``: the first
     invocation of an A/B arm, which may also change the recipe flags of ``FORK_MUTABLE``. ``init_from``: a
@@ -335,10 +335,16 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         return {"tokens_seen": tokens_seen, "rng": rngs, "model_config": model_cfg.to_dict(),
                 "train_config": asdict(cfg), **({"init_from": init_info} if init_info else {})}
 
+    def fitted(max_steps: int) -> None:
+        cfg.max_steps = max_steps
+        if rt.is_main:
+            (out / "config.json").write_text(json.dumps(
+                {"model_config": model_cfg.to_dict(), "train_config": asdict(cfg)}, indent=2), encoding="utf-8")
+
     runner = loop.StepRunner(model, opt, lr=cfg.lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.max_steps,
                              ckpt_path=ckpt_path, ckpt_every=cfg.ckpt_every, state=state, max_minutes=max_minutes,
                              stop_after=stop_after, step=step, elapsed_before=elapsed_before, is_main=rt.is_main,
-                             desc="pretrain")
+                             desc="pretrain", fit_minutes=fit_minutes, on_schedule=fitted)
     guard = CollapseGuard(after_step=cfg.warmup_steps, max_auc=cfg.collapse_auc, max_std=cfg.collapse_std)
     window = {"t": time.time(), "tok": 0}
 
@@ -416,6 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--stop-after", type=int, default=0,
                     help="stop (and checkpoint) after this many steps in this invocation; resume later")
     ap.add_argument("--max-minutes", type=float, default=0, help="stop (and checkpoint) after this long; 0 = no limit")
+    ap.add_argument("--fit-minutes", type=float, default=0,
+                    help="set --max-steps from the step rate measured early on so the schedule ends after this long")
     loop.add_runtime_args(ap)
     ap.add_argument("--confusions", type=Path, default=None,
                     help="confusion table .npy from training.similarity (needed for --confusion-rate > 0)")
@@ -447,7 +455,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("--fork-from and --init-from: one or the other (a fork continues a run, an init starts one)")
     forking = fork(args.fork_from, args.out) if args.fork_from else False
     train(cfg, args.data, args.out, args.max_minutes, args.device, args.threads, args.confusions, args.compile,
-          args.stop_after, given, forking, args.precision, args.init_from)
+          args.stop_after, given, forking, args.precision, args.init_from, args.fit_minutes)
 
 
 if __name__ == "__main__":
