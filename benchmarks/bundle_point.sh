@@ -17,6 +17,7 @@ SHARED=${SHARED:-../shared/data}
 LM=${LM:-runs/lm/kn4_dom10}
 FOLDS=${FOLDS:-runs/lm/dom10_folds}
 CANDIDATES=${CANDIDATES:-runs/candidates}
+RANKER_FLAGS=${RANKER_FLAGS:-}  # more training.ranker flags (--blend-on-dev: networks fine-tuned on its training pairs)
 D=data/electra_models/default
 B=runs/bundle_$NAME
 P=lm_gain*pinyin,lm_gain*shape,lm_gain*rtd,lm_gain*word,lm_gain*error_rate,gen_lp*rtd,pinyin*shape,rtd*pinyin,rtd*error_rate
@@ -35,7 +36,7 @@ echo '{"protect_foreign_names": 0.005, "protect_kept_words": 3}' > "runs/default
 python -m training.export --update "$B" --lm "$LM" --candidates "$CANDIDATES" --defaults "runs/defaults_$NAME.json"
 python -m training.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "runs/ranker_cache_$NAME" \
     --fit-lm-folds "$FOLDS" --products $P --out "runs/ranker_$NAME.json" --report "runs/ranker_${NAME}_report.json" \
-    --plot "runs/reliability_$NAME.png"
+    --plot "runs/reliability_$NAME.png" $RANKER_FLAGS
 python -m training.export --update "$B" --ranker "runs/ranker_$NAME.json"
 # the edit pairs this ranker gets mostly wrong on the training pairs, vetoed; the threshold re-chosen on dev
 python -m training.pair_veto --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" --report "runs/${NAME}_veto.json"

@@ -222,3 +222,32 @@ def test_fit_isotonic_recovers_a_known_map():
     s = Scorer({}, calibration=fit_isotonic(p, right))
     grid = np.linspace(0.1, 0.9, 9)
     assert s.calibrate(grid) == pytest.approx(grid**2, abs=0.05)
+
+
+def test_fit_blend_recovers_how_much_a_scorer_overweights_the_networks():
+    """Sites of two rows whose gold is drawn from softmax(1.0 * gen_lp + 1.0 * pinyin); a scorer that weighs
+    gen_lp twice as much as that (as one fitted on pairs the networks memorised would) gets a networks factor
+    near 0.5 and a factor near 1 for the rest, and ``blended`` applies them to its named weights."""
+    from corrector.rank import Scorer
+    from training.ranker import Table, blended, fit_blend
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    X = np.zeros((2 * n, len(FEATURES)))
+    X[:, COL["gen_lp"]] = rng.normal(size=2 * n)
+    X[:, COL["pinyin"]] = rng.normal(size=2 * n)
+    s = (X[:, COL["gen_lp"]] + X[:, COL["pinyin"]]).reshape(n, 2)
+    p_first = 1 / (1 + np.exp(s[:, 1] - s[:, 0]))
+    gold = np.where(rng.random(n) < p_first, 0, 1)
+    label = np.zeros(2 * n, dtype=bool)
+    label[2 * np.arange(n) + gold] = True
+    table = Table(X, np.repeat(np.arange(n), 2), label, np.ones(n, bool), np.ones(n, bool))
+    scorer = Scorer({"gen_lp": 2.0, "pinyin": 1.0, "gen_lp*pinyin": 0.0})
+    factors = fit_blend(table, scorer)
+    assert factors["networks"] == pytest.approx(0.5, abs=0.05) and factors["rest"] == pytest.approx(1.0, abs=0.07)
+    assert blended(scorer, {"networks": 0.5, "rest": 2.0}).linear == {"gen_lp": 1.0, "pinyin": 2.0, "gen_lp*pinyin": 0.0}
+    # three blocks: a product goes to the first block that names one of its features
+    three = fit_blend(table, Scorer({"gen_lp": 2.0, "pinyin": 1.0, "lm_gain*rtd": 0.0}), ("networks", "lm"))
+    assert three["networks"] == pytest.approx(0.5, abs=0.05) and three["rest"] == pytest.approx(1.0, abs=0.07)
+    assert blended(Scorer({"lm_gain": 1.0, "lm_gain*rtd": 1.0}), {"networks": 0.5, "lm": 3.0, "rest": 1.0}).linear \
+        == {"lm_gain": 3.0, "lm_gain*rtd": 0.5}

@@ -239,6 +239,40 @@ def _column(X: np.ndarray, name: str) -> np.ndarray:
     return X[:, COL[name]]
 
 
+# the blocks of weights that fit_blend rescales, by the features a weight's name holds (a weight goes to the first
+# block that names one of its features; those of no block, the counts, similarity and the rest, to "rest")
+BLEND_BLOCKS = {"networks": ("gen_lp", "rtd"), "lm": ("lm_gain",)}
+
+
+def blend_block(name: str, blocks: tuple[str, ...]) -> str:
+    parts = name.split("*")
+    return next((b for b in blocks if any(f in parts for f in BLEND_BLOCKS[b])), "rest")
+
+
+def fit_blend(dev: Table, scorer: Scorer, blocks: tuple[str, ...] = ("networks",)) -> dict[str, float]:
+    """A factor per block of a scorer's weights (``blocks`` of BLEND_BLOCKS, then "rest"), fitted on dev rows.
+
+    The networks are fine-tuned on the real training pairs the scorer is fitted on (each seen several times), so
+    on its rows their features are more reliable than on text they never saw (the fine-tuning's proxy F1 was 0.63
+    on 1,000 training pairs against 0.32 on the dev split, 2026-11-26), and the fit leans on them too much. Each
+    block's score becomes one feature of a conditional logit on the dev split's rows, whose weights rescale the
+    blocks: a stacking step of two or three parameters (the threshold and calibration are chosen on dev too)."""
+    if scorer.hidden:
+        raise ValueError("the blend rescales a linear scorer's weights; this one has hidden units")
+    names = (*blocks, "rest")
+    X = np.zeros_like(dev.X)
+    slots = ["gen_lp", "keep", "rtd"][: len(names)]  # each block's score stands in one column of a feature table
+    for block, slot in zip(names, slots):
+        X[:, COL[slot]] = Scorer({n: w for n, w in scorer.linear.items() if blend_block(n, blocks) == block}).score(dev.X)
+    fitted = fit_conditional_logit(replace(dev, X=X), slots).linear
+    return {block: float(fitted[slot]) for block, slot in zip(names, slots)}
+
+
+def blended(scorer: Scorer, factors: dict[str, float]) -> Scorer:
+    blocks = tuple(b for b in factors if b != "rest")
+    return replace(scorer, linear={n: w * factors[blend_block(n, blocks)] for n, w in scorer.linear.items()})
+
+
 def shortlist_recall(t: Table, weights: dict[str, float], sizes: list[int]) -> dict[int, float]:
     """Share of erroneous sites whose gold is among the ``size`` best candidates by the cheap score."""
     err = t.erroneous
@@ -431,6 +465,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fit-count-folds", type=Path, help="cross-fitting candidate tables (training.candidates "
                     "--folds K, the same K as --fit-lm-folds): each training pair and each dev pair reads the counts "
                     "of the real pairs less its fold's, instead of leave-one-out counts")
+    ap.add_argument("--blend-on-dev", nargs="?", const="networks", default="",
+                    help="rescale blocks of weights (networks, or networks,lm; the rest is one more) by factors fitted "
+                         "on the dev split's rows (for networks fine-tuned on the ranker's training pairs: fit_blend)")
     ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
@@ -504,10 +541,22 @@ def main(argv: list[str] | None = None) -> None:
     named = [p for p in parts if p != "none"]
     product_sets = ([[]] if "none" in parts or not named else []) + ([named] if named else [])
     variants = [(h, ps) for h in [int(x) for x in a.hidden.split(",")] for ps in product_sets if not (h and ps)]
+    dev_rows = Table.concat([extract(f, ps, shortlist=a.shortlist, leave_one_out=False)
+                             for f, ps in dev_fix.groups(dev)]) if a.blend_on_dev else None
     for h, ps in variants:
         with_lm = fit_conditional_logit(rows, list(FEATURES) + ps, hidden=h)
         no_lm = fit_conditional_logit(rows, [f for f in FEATURES if f != "lm_gain"]
                                       + [p for p in ps if "lm_gain" not in p], hidden=h)
+        if dev_rows is not None:
+            no_lm_rows = replace(dev_rows, X=dev_rows.X.copy())
+            no_lm_rows.X[:, COL["lm_gain"]] = 0.0  # as the no-LM decoding scores them
+            blocks = tuple(a.blend_on_dev.split(","))
+            factors = {"with_lm": fit_blend(dev_rows, with_lm, blocks),
+                       "no_lm": fit_blend(no_lm_rows, no_lm, tuple(b for b in blocks if b != "lm"))}
+            with_lm, no_lm = blended(with_lm, factors["with_lm"]), blended(no_lm, factors["no_lm"])
+            report.setdefault("blend", []).append({"hidden": h, "products": ps, **factors})
+            print(f"blend on dev (networks, rest): with the LM {factors['with_lm']}, without {factors['no_lm']}",
+                  flush=True)
         everyone.set(ranker=RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {}))
         for k in [int(x) for x in a.try_shortlists.split(",")]:
             trial: dict = {"hidden": h, "products": ps, "shortlist": k, "with_lm": with_lm, "no_lm": no_lm}
@@ -545,6 +594,7 @@ def main(argv: list[str] | None = None) -> None:
     report["reliability_dev"] = reliability(dev_fix, dev, a.plot)
     meta = {"fitted": True, "train_pairs": len(train), "shortlist": best["shortlist"], "hidden": best["hidden"],
             "products": best["products"],
+            **({"blend_on_dev": report["blend"]} if a.blend_on_dev else {}),
             "threshold_chosen_on": "dev split", "max_fpr": a.max_fpr,
             "rows_lm": _lm_summary(a.fit_lm_folds, folds=len(fit.fixes)) if a.fit_lm_folds else
             _lm_summary(a.fit_lm) if a.fit_lm else "the bundle's",
