@@ -237,3 +237,26 @@ def test_folds_over_count_tables_read_their_folds_counts(tiny_bundle, tiny_lm, d
     with pytest.raises(SystemExit, match="2 LM folds but"):
         candidates.build_folds(tiny_bundle / "similarity", data, tmp_path / "three", 3, holdout=0)
         Folds.over(fix, lm_folds, data, tmp_path / "three")
+
+
+def test_hold_out_fold_keeps_every_target_of_the_fold_out_of_the_training_file(data: Path, tmp_path: Path) -> None:
+    """python -m training.splits --hold-out-fold K/N: the fold's real training pairs go to --out, and the
+    training file loses every pair whose target is one of theirs (a repeat, a clean copy), nothing else."""
+    from training import splits
+
+    real = splits.train_pairs(data, 3)
+    fold_of = splits.text_folds(data, 2)
+    held_t = {t for _, t in real if fold_of[t] == 1}
+    assert held_t and len(held_t) < len(real)
+    other = ("今天天汽很好", "今天天气很好")
+    train = tmp_path / "train.tsv"
+    train.write_text("".join(f"{s}\t{t}\n" for s, t in real * 2 + [(t, t) for t in held_t] + [other]),
+                     encoding="utf-8")
+    out, rest = tmp_path / "held.tsv", tmp_path / "rest.tsv"
+    assert splits.main(["--data", str(data), "--holdout", "3", "--hold-out-fold", "1/2", "--train-file", str(train),
+                        "--out-train", str(rest), "--out", str(out)]) == 0
+    held = [tuple(line.split("\t")) for line in out.read_text(encoding="utf-8").splitlines()]
+    kept = [tuple(line.split("\t")) for line in rest.read_text(encoding="utf-8").splitlines()]
+    assert {t for _, t in held} == held_t and all(p in real for p in held)
+    assert not {t for _, t in kept} & held_t
+    assert other in kept and len(kept) == 2 * sum(t not in held_t for _, t in real) + 1

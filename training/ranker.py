@@ -468,6 +468,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--blend-on-dev", nargs="?", const="networks", default="",
                     help="rescale blocks of weights (networks, or networks,lm; the rest is one more) by factors fitted "
                          "on the dev split's rows (for networks fine-tuned on the ranker's training pairs: fit_blend)")
+    ap.add_argument("--train-pairs", type=Path, help="fit on these source<TAB>target pairs instead of all the real "
+                    "training pairs (e.g. a fold the networks were not fine-tuned on: training.splits --hold-out-fold)")
     ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
@@ -498,7 +500,7 @@ def main(argv: list[str] | None = None) -> None:
         fit = Folds([fix.with_lm(a.fit_lm) if a.fit_lm else fix])
         dev_fix = Folds([fix])
     everyone = Folds(list({id(f): f for f in [fix, *fit.fixes, *dev_fix.fixes]}.values()))  # each one once
-    train = train_pairs(a.data, a.holdout)
+    train = read_pairs(a.train_pairs) if a.train_pairs else train_pairs(a.data, a.holdout)
     if a.limit:
         train = train[: a.limit]
     dev = dev_pairs(a.data, a.holdout)

@@ -70,6 +70,17 @@ def leaked_pairs(data_dir: Path, train_file: Path, holdout: int = HOLDOUT) -> in
     return sum(t in trained for _, t in held)
 
 
+def hold_out_fold(data_dir: Path, train_file: Path, fold: int, folds: int, holdout: int = HOLDOUT
+                  ) -> tuple[list[Pair], list[Pair]]:
+    """The real training pairs of one essay-level fold (``text_folds``), and ``train_file``'s pairs less every
+    pair whose target is one of theirs: networks fine-tuned on the second never saw the first, whose features
+    are then what a ranker sees on text it never trained on (``training.ranker --train-pairs``)."""
+    fold_of = text_folds(data_dir, folds)
+    held = [p for p in train_pairs(data_dir, holdout) if fold_of.get(p[1], 0) == fold]
+    targets = {t for _, t in held}
+    return held, [p for p in read_pairs(train_file)[0] if p[1] not in targets]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the dev split as ``source<TAB>target`` lines (for ``training.evaluate --data``), or check that a
     training file holds none of it."""
@@ -82,7 +93,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check-train", type=Path, metavar="TSV",
                     help="instead: exit 1 if this training file holds any dev-split pair's target")
     ap.add_argument("--holdout", type=int, default=HOLDOUT)
+    ap.add_argument("--hold-out-fold", metavar="K/N", help="instead: write fold K of N of the real training pairs "
+                    "to --out and --train-file less every pair with one of their targets to --out-train")
+    ap.add_argument("--train-file", type=Path, help="with --hold-out-fold: a training.make_csc_data output")
+    ap.add_argument("--out-train", type=Path, help="with --hold-out-fold: where the rest of --train-file goes")
     args = ap.parse_args(argv)
+    if args.hold_out_fold:
+        if not (args.train_file and args.out_train and args.out):
+            ap.error("--hold-out-fold needs --train-file, --out-train and --out")
+        k, n = (int(x) for x in args.hold_out_fold.split("/"))
+        held, rest = hold_out_fold(args.data, args.train_file, k, n, args.holdout)
+        write_pairs(args.out, held)
+        write_pairs(args.out_train, rest)
+        print(f"{len(held):,} real pairs of fold {k} of {n} -> {args.out}; {len(rest):,} training pairs -> {args.out_train}")
+        return 0
     if args.check_train is not None:
         leaked = leaked_pairs(args.data, args.check_train, args.holdout)
         if leaked:
