@@ -80,15 +80,19 @@ print({k: s.get(k) for k in ('step', 'steps', 'tokens_seen', 'finished', 'best_d
 }
 trap pack EXIT  # what is there goes back even when a stage fails
 
-if [ -n "$PRE_MIN" ] && [ ! -f "$G/pre/discriminator/model.safetensors" ] && [ -f "$G/data/meta.json" ]; then
-    init=()
+pretrain() {  # the pretraining command of both modes; "$@": its time limits
+    local init=()
     [ -d "$G/init/discriminator" ] && init=(--init-from "$G/init")
-    stamp "pretrain, the schedule fitted to $PRE_MIN min"
     # shellcheck disable=SC2086
     "$PY" -m training.pretrain --data "$G/data" --out "$G/pre" --config "$CONFIG" --device "$DEVICE" \
         --precision "$PRECISION" "${init[@]}" --batch-size "$BATCH" --seq-len "$SEQ" --lr "$LR" \
-        --warmup-steps "$WARMUP" --max-steps "$PRE_STEPS" --eval-every "$EVAL" --ckpt-every 500 \
-        --fit-minutes "$PRE_MIN" --max-minutes "$("$PY" -c "print($PRE_MIN * 1.08 + 0.25)")" $EXTRA
+        --warmup-steps "$WARMUP" --max-steps "$PRE_STEPS" --eval-every "$EVAL" --ckpt-every 500 "$@" $EXTRA
+}
+
+
+if [ -n "$PRE_MIN" ] && [ ! -f "$G/pre/discriminator/model.safetensors" ] && [ -f "$G/data/meta.json" ]; then
+    stamp "pretrain, the schedule fitted to $PRE_MIN min"
+    pretrain --fit-minutes "$PRE_MIN" --max-minutes "$("$PY" -c "print($PRE_MIN * 1.08 + 0.25)")"
 fi
 if [ -n "$PRE_MIN" ] && [ -f "$G/pre/discriminator/model.safetensors" ] && [ ! -f "$G/ft/provenance.json" ] \
         && [ -f "$G/csc/$FT_TRAIN" ]; then
@@ -102,14 +106,8 @@ if [ -n "$PRE_MIN" ] && [ -f "$G/pre/discriminator/model.safetensors" ] && [ ! -
 fi
 
 if [ -z "$PRE_MIN" ] && ! pretrained "$G/pre" && [ -f "$G/data/meta.json" ] && [ "$(left)" -ge 1 ]; then
-    init=()
-    [ -d "$G/init/discriminator" ] && init=(--init-from "$G/init")
     stamp "pretrain for $(left) min"
-    # shellcheck disable=SC2086
-    "$PY" -m training.pretrain --data "$G/data" --out "$G/pre" --config "$CONFIG" --device "$DEVICE" \
-        --precision "$PRECISION" "${init[@]}" --batch-size "$BATCH" --seq-len "$SEQ" --lr "$LR" \
-        --warmup-steps "$WARMUP" --max-steps "$PRE_STEPS" --eval-every "$EVAL" --ckpt-every 500 \
-        --max-minutes "$(left)" $EXTRA
+    pretrain --max-minutes "$(left)"
 fi
 
 if [ -z "$PRE_MIN" ] && pretrained "$G/pre" && ! finetuned "$G/ft" "$FT_STEPS" && [ -f "$G/csc/$FT_TRAIN" ] && [ "$(left)" -ge 1 ]; then
