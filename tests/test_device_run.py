@@ -182,3 +182,16 @@ def test_one_call_fits_both_schedules_to_its_minutes(prepared, pair, tmp_path):
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert files == ["ft/discriminator.safetensors", "ft/generator.safetensors", "ft/pair.tar", "logs.tar.gz",
                      "pre/discriminator.safetensors", "pre/generator.safetensors", "pre/pair.tar"]
+
+
+def test_a_standalone_part_is_a_shard_folder_of_its_own(prepared, tmp_path):
+    tokens = np.fromfile(prepared / "train.bin", dtype=np.uint16)
+    first = device_pack.pack_data(prepared, tmp_path / "data1", max_bytes=1, chunk_sentences=5)
+    device_pack.pack_data(prepared, tmp_path / "fresh", max_bytes=1 << 30, start=first["to"], standalone=True)
+    out = tmp_path / "data"
+    device_pack.unpack_data(tmp_path / "fresh", out)  # no earlier part needed
+    assert (out / "train.bin").read_bytes() == tokens[first["to"]:].tobytes()
+    assert np.array_equal(np.load(out / "train_starts.npy"), device_pack.sentence_starts(tokens[first["to"]:]))
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["source_tokens"] == [first["to"], len(tokens)]
+    assert meta["train_tokens"] == len(tokens) - first["to"]

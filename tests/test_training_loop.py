@@ -232,3 +232,37 @@ def test_generator_on_the_discriminators_body_shares_one_pass():
     torch.manual_seed(1)
     fresh = generator_on_discriminator(build_models(get_config("debug", vocab_size=50))[0], disc2)
     assert not torch.equal(fresh.generator_predictions.dense.weight, again.generator_predictions.dense.weight)
+
+
+def test_step_runner_skips_a_non_finite_step_and_stops_after_many(tmp_path, monkeypatch):
+    model = Quadratic()
+    opt = torch.optim.AdamW(model.parameters(), lr=0.0)
+    bad_steps = {3}
+
+    def micro_step():
+        loss = (model.w ** 2).sum()
+        return {"loss": loss * float("nan") if runner.step + 1 in bad_steps else loss}
+
+    runner = loop.StepRunner(model, opt, lr=0.1, warmup_steps=0, max_steps=10, ckpt_path=tmp_path / "ckpt.pt",
+                             ckpt_every=100, state=dict, clip=1.0)
+    weights: dict[int, torch.Tensor] = {}
+    stats: dict[int, dict] = {}
+
+    def on_step(step, lr, s):
+        weights[step], stats[step] = model.w.detach().clone(), s
+
+    result = runner.run(micro_step, on_step)
+    assert result.finished and result.stopped is None
+    assert torch.equal(weights[3], weights[2])  # the NaN step left the weights as they were ...
+    assert [stats[k]["skipped_steps"] for k in (2, 3, 4)] == [0.0, 1.0, 1.0]  # counted in the logged stats
+    assert not torch.equal(weights[4], weights[3])  # ... and training went on
+    assert torch.isfinite(model.w).all()
+    # many in a row: the run stops, its weights still finite
+    monkeypatch.setattr(loop, "MAX_NONFINITE", 4)
+    model2 = Quadratic()
+    bad_steps = set(range(1, 100))
+    runner = loop.StepRunner(model2, torch.optim.AdamW(model2.parameters(), lr=0.0), lr=0.1, warmup_steps=0,
+                             max_steps=10, ckpt_path=tmp_path / "ckpt2.pt", ckpt_every=100, state=dict, clip=1.0)
+    result = runner.run(micro_step, lambda *a: None)
+    assert result.stopped and "not finite" in result.stopped and result.step == 4
+    assert torch.equal(model2.w.detach(), torch.full((4,), 10.0))

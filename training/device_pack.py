@@ -42,11 +42,14 @@ def sentence_starts(tokens: np.ndarray) -> np.ndarray:
 
 
 def pack_data(src: Path, dst: Path, max_bytes: int, start: int = 0, preset: int = 6,
-              chunk_sentences: int = 50_000) -> dict:
+              chunk_sentences: int = 50_000, standalone: bool = False) -> dict:
     """Compress ``src``'s shards into ``dst`` (train.bin.xz, val.bin.xz, vocab.txt, meta.json) in at most about
     ``max_bytes``, from token ``start`` (a sentence start) on: when the rest of the training shard does not fit,
     whole sentences up to the budget go, and the next part starts where this one ends (its meta.json says where:
-    ``packed_from``, ``packed_to``). ``training.prepare`` shuffles the sentences, so any part is a uniform sample."""
+    ``packed_from``, ``packed_to``). ``training.prepare`` shuffles the sentences, so any part is a uniform sample.
+    A ``standalone`` part is a shard folder of its own (its tokens counted from 0; ``source_tokens`` says which
+    of ``src``'s it holds): a call that carries the weights of an earlier one can bring fresh text without the
+    parts before it."""
     tokens = np.memmap(src / "train.bin", dtype=np.uint16, mode="r")
     starts = np.load(src / "train_starts.npy")
     if not np.array_equal(sentence_starts(np.asarray(tokens)), starts):
@@ -76,6 +79,9 @@ def pack_data(src: Path, dst: Path, max_bytes: int, start: int = 0, preset: int 
         f.write(comp.flush())
     meta = json.loads((src / "meta.json").read_text(encoding="utf-8"))
     meta.update(packed_from=start, packed_to=int(end), train_tokens_all=int(len(tokens)))
+    if standalone:
+        meta.update(packed_from=0, packed_to=int(end) - start, train_tokens_all=int(end) - start,
+                    source_tokens=[start, int(end)])
     (dst / "meta.json").write_text(json.dumps(meta, ensure_ascii=False, indent=2), encoding="utf-8")
     total = sum(f.stat().st_size for f in dst.iterdir())
     return {"from": start, "to": int(end), "share": round((end - start) / len(tokens), 4), "mib": round(total / MIB, 1)}
@@ -192,6 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-mib", type=float, default=56.0,
                    help="size limit of the packed folder (the call's 64 MiB also carries the repository)")
     p.add_argument("--start", type=int, default=0, help="first token (the previous part's packed_to)")
+    p.add_argument("--standalone", action="store_true",
+                   help="a shard folder of its own (tokens from --start on, counted from 0), not a continuation")
     p = sub.add_parser("unpack-data")
     p.add_argument("src", type=Path)
     p.add_argument("dst", type=Path)
@@ -212,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("runs", type=Path, nargs="+")
     a = ap.parse_args(argv)
     if a.cmd == "data":
-        print(json.dumps(pack_data(a.src, a.dst, int(a.max_mib * MIB), a.start)))
+        print(json.dumps(pack_data(a.src, a.dst, int(a.max_mib * MIB), a.start, standalone=a.standalone)))
     elif a.cmd == "unpack-data":
         print(json.dumps(unpack_data(a.src, a.dst)))
     elif a.cmd == "pair":

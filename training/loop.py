@@ -269,6 +269,7 @@ class RunResult:
 
 FIT_PROBE = (20, 120)  # steps of an invocation between which fit_minutes measures the rate (after warm-up)
 FIT_MARGIN = 0.92  # share of the measured rate counted on (evaluations and checkpoints take the rest)
+MAX_NONFINITE = 50  # steps in a row whose loss or gradient is not finite before the run stops
 
 
 class StepRunner:
@@ -295,6 +296,7 @@ class StepRunner:
         self.t_start = time.time()
         self.deadline = self.t_start + max_minutes * 60 if max_minutes else math.inf
         self.stopped: str | None = None
+        self.nonfinite_run = self.skipped = 0  # steps skipped for a non-finite loss or gradient: in a row, in all
         # fit_minutes: the schedule's length is set from the step rate measured early in this invocation so that
         # its linear decay ends when these minutes do (a lent GPU's calls are timed, and its speed is unknown
         # before the first); on_schedule(max_steps) tells the caller, whose config records it
@@ -360,7 +362,19 @@ class StepRunner:
                 sums[k] = sums.get(k, 0.0) + float(v.detach()) / accum
         if self.clip:
             sums["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip))
-        self.opt.step()
+        # a step whose loss or gradient is not finite is skipped (its batch is used up, the weights and the
+        # optimizer's state stay as they were), as a loss scaler skips an overflow: one such bf16 step at
+        # lr 1e-4 turned every weight of a pretraining run on an H100 into NaN (2026-11-26) and the rest of the
+        # call trained nothing. MAX_NONFINITE of them in a row stop the run: then it is not one batch.
+        if math.isfinite(sums["loss"]) and math.isfinite(sums.get("grad_norm", 0.0)):
+            self.opt.step()
+            self.nonfinite_run = 0
+        else:
+            self.nonfinite_run += 1
+            self.skipped += 1
+            if self.nonfinite_run >= MAX_NONFINITE:
+                self.stop(f"loss or gradient not finite in {MAX_NONFINITE} steps in a row")
+        sums["skipped_steps"] = float(self.skipped)  # in this invocation so far (the logs sample every few steps)
         self.opt.zero_grad(set_to_none=True)
         self.step += 1
         return sums
