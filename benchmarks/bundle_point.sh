@@ -8,6 +8,8 @@
 #
 #   bash benchmarks/bundle_point.sh runs/ft100 ft100        -> runs/bundle_ft100, runs/ft100_*.json, runs/ft100_fp.txt
 #   bash benchmarks/bundle_point.sh data/electra_models/default shipped    (a bundle: its networks, the rest as above)
+#   RANKER_FLAGS=--blend-on-dev THRESHOLD_FLAGS="--max-changed 0.05" bash benchmarks/bundle_point.sh runs/gpu_ft7k gpu7kt
+#                                                                          (the committed default, named "default" after)
 #
 # Needs the dev split (python -m training.splits --out runs/dev_split.tsv) and the LM with its folds
 # (python -m training.char_lm ... --in-domain-folds 5 --fold-out FOLDS, README). About 40 min on 2 cores.
@@ -18,6 +20,8 @@ LM=${LM:-runs/lm/kn4_dom10}
 FOLDS=${FOLDS:-runs/lm/dom10_folds}
 CANDIDATES=${CANDIDATES:-runs/candidates}
 RANKER_FLAGS=${RANKER_FLAGS:-}  # more training.ranker flags (--blend-on-dev: networks fine-tuned on its training pairs)
+THRESHOLD_FLAGS=${THRESHOLD_FLAGS:-}  # when set, training.threshold re-chooses the threshold with these flags (the
+                                      # default bundle: --max-changed 0.05, wang271k's targets changed at most 5%)
 D=data/electra_models/default
 B=runs/bundle_$NAME
 P=lm_gain*pinyin,lm_gain*shape,lm_gain*rtd,lm_gain*word,lm_gain*error_rate,gen_lp*rtd,pinyin*shape,rtd*pinyin,rtd*error_rate
@@ -40,6 +44,9 @@ python -m training.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "
 python -m training.export --update "$B" --ranker "runs/ranker_$NAME.json"
 # the edit pairs this ranker gets mostly wrong on the training pairs, vetoed; the threshold re-chosen on dev
 python -m training.pair_veto --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" --report "runs/${NAME}_veto.json"
+# shellcheck disable=SC2086
+[ -z "$THRESHOLD_FLAGS" ] || python -m training.threshold --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" \
+    --report "runs/${NAME}_threshold.json" $THRESHOLD_FLAGS
 python -m training.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --report "runs/${NAME}_dev_cf.json"
 python -m training.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --set protect_kept_words=0 \
     --report "runs/${NAME}_dev_cf_pkw0.json"
