@@ -110,33 +110,40 @@ def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_pa
     assert wrong.returncode != 0 and "not a pair of this --config's shape" in wrong.stderr
 
 
+def carry_pair_and_csc(pair: Path, carry: Path, tmp_path: Path) -> None:
+    """What every call carries besides the shards: the pair to continue from and the CSC pairs (train4, dev4)."""
+    device_pack.pack_pair(pair, carry / "init")
+    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in SENTENCES) * 3
+    (tmp_path / "train4.tsv").write_text(pairs, encoding="utf-8")
+    (tmp_path / "dev4.tsv").write_text(pairs, encoding="utf-8")
+    device_pack.pack_files(carry / "csc", [tmp_path / "train4.tsv", tmp_path / "dev4.tsv"])
+
+
+def device_run(minutes: int, env: dict) -> subprocess.CompletedProcess:
+    """training/device_run.sh as a call runs it, on this CPU; it must succeed."""
+    res = subprocess.run(["bash", "training/device_run.sh", str(minutes)], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, **env}, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    return res
+
+
 def test_device_run_goes_from_carried_packs_to_what_comes_back(prepared, pair, tmp_path):
     """The device call's script, on the CPU: two calls, as two 10-minute calls of the lent machine would go —
     the first pretrains from the carried pair (data in two parts), the second finishes it and fine-tunes."""
     carry, out, g = tmp_path / "carry", tmp_path / "out", tmp_path / "gpu"
     first = device_pack.pack_data(prepared, carry / "data1", max_bytes=1, chunk_sentences=5)
     device_pack.pack_data(prepared, carry / "data2", max_bytes=1 << 30, start=first["to"])
-    device_pack.pack_pair(pair, carry / "init")
-    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in SENTENCES) * 3
-    (tmp_path / "train4.tsv").write_text(pairs, encoding="utf-8")
-    (tmp_path / "dev4.tsv").write_text(pairs, encoding="utf-8")
-    device_pack.pack_files(carry / "csc", [tmp_path / "train4.tsv", tmp_path / "dev4.tsv"])
+    carry_pair_and_csc(pair, carry, tmp_path)
     env = {"OUT": str(out), "G": str(g), "CARRY": str(carry), "PY": sys.executable, "DEVICE": "cpu",
            "PRECISION": "fp32", "CONFIG": "debug", "BATCH": "4", "SEQ": "32", "WARMUP": "1", "PRE_STEPS": "4",
            "EVAL": "2", "FT_STEPS": "3", "FT_EVAL": "2", "RESERVE": "0", "EXTRA": "--stop-after 2 --threads 1"}
-
-    def call() -> None:
-        res = subprocess.run(["bash", "training/device_run.sh", "5"], cwd=ROOT, capture_output=True, text=True,
-                             env={**os.environ, **env}, timeout=600)
-        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
-
-    call()  # the first call: data and pair unpacked, 2 of the 4 pretraining steps (--stop-after), no fine-tuning yet
+    device_run(5, env)  # the first call: data and pair unpacked, 2 of the 4 pretraining steps (--stop-after), no fine-tuning yet
     assert (g / "data" / "train.bin").read_bytes() == (prepared / "train.bin").read_bytes()
     assert sorted(p.name for p in out.rglob("*") if p.is_file()) == [
         "discriminator.safetensors", "generator.safetensors", "logs.tar.gz", "pair.tar"]
     prov = json.loads((g / "pre" / "provenance.json").read_text())["pretraining"]
     assert prov["step"] == 2 and not prov["finished"] and "init_from" in prov
-    call()  # the second: pretraining ends its schedule, then the fine-tuning runs in the time left
+    device_run(5, env)  # the second: pretraining ends its schedule, then the fine-tuning runs in the time left
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert files == ["ft/discriminator.safetensors", "ft/generator.safetensors", "ft/pair.tar", "logs.tar.gz",
                      "pre/discriminator.safetensors", "pre/generator.safetensors", "pre/pair.tar"]
@@ -161,18 +168,12 @@ def test_one_call_fits_both_schedules_to_its_minutes(prepared, pair, tmp_path):
     fine-tunes with a schedule fitted to what is left; both stages end their schedules, and both pairs come back."""
     carry, out, g = tmp_path / "carry", tmp_path / "out", tmp_path / "gpu"
     device_pack.pack_data(prepared, carry / "data1", max_bytes=1 << 30)
-    device_pack.pack_pair(pair, carry / "init")
-    pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in SENTENCES) * 3
-    (tmp_path / "train4.tsv").write_text(pairs, encoding="utf-8")
-    (tmp_path / "dev4.tsv").write_text(pairs, encoding="utf-8")
-    device_pack.pack_files(carry / "csc", [tmp_path / "train4.tsv", tmp_path / "dev4.tsv"])
+    carry_pair_and_csc(pair, carry, tmp_path)
     env = {"OUT": str(out), "G": str(g), "CARRY": str(carry), "PY": sys.executable, "DEVICE": "cpu",
            "PRECISION": "fp32", "CONFIG": "debug", "BATCH": "4", "SEQ": "32", "WARMUP": "1", "PRE_STEPS": "100000",
            "EVAL": "1000", "FT_STEPS": "100000", "FT_EVAL": "1000", "FT_WARMUP": "1", "FT_BATCH": "4",
            "RESERVE": "0", "FT_STARTUP_MIN": "0.05", "PRE_MIN": "0.15", "EXTRA": "--threads 1"}
-    res = subprocess.run(["bash", "training/device_run.sh", "1"], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, **env}, timeout=600)
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    res = device_run(1, env)
     assert res.stdout.count(" steps/s, max_steps ") == 4  # each stage: the probe, then a third of the way
     pre = json.loads((g / "pre" / "provenance.json").read_text())["pretraining"]
     assert pre["finished"] and 120 < pre["step"] < 100000
