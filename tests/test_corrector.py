@@ -147,7 +147,7 @@ def test_protect_regional_forms(tiny_bundle, monkeypatch: pytest.MonkeyPatch):
     """An edit that only writes a word another region's way is not made, and explain says so; the other edits
     stay; off, it is made. The check sees two characters either side of the edit (its oracle stubbed here: the
     tiny vocabulary has no regional pair; corrector/script.py's own test has the real ones)."""
-    import corrector.corrector as cc
+    import corrector.guards as cc
 
     seen: list[tuple[str, str]] = []
 
@@ -389,7 +389,7 @@ def test_explain_shows_every_feature_and_the_decision(tiny_bundle):
         if c.char == "，":
             assert not c.editable and c.decision == "not editable"
         elif c.char in "北京":
-            assert not c.editable and c.decision == "protected" and c.candidates == []
+            assert not c.editable and c.decision.startswith("protected (protect: ") and c.candidates == []
         else:
             assert c.editable and c.candidates
             assert c.decision == f"applied: {edits[c.position].target}"
@@ -603,14 +603,16 @@ def test_word_pairs_are_gathered_only_when_the_scorer_weighs_them(lm_corrector):
 
     from corrector.rank import Scorer
 
-    cfg = lm_corrector.config
-    batch = lm_corrector._batches(lm_corrector._chunks(["今天天汽很好"], cfg), cfg)[0]
+    def pairs(fixer, word_pairs=None, **settings):
+        (scored,) = fixer.score(fixer.prepare(["今天天汽很好"], **settings), word_pairs=word_pairs)
+        return scored.rows.pairs
+
     assert not lm_corrector.ranker.scorer.weighs("pair")
-    assert lm_corrector._gather_score(batch, cfg)[1].pairs is None
-    assert lm_corrector._gather_score(batch, cfg, word_pairs=True)[1].pairs is not None
+    assert pairs(lm_corrector) is None
+    assert pairs(lm_corrector, word_pairs=True) is not None
     fix = copy(lm_corrector)
     fix.ranker = replace(lm_corrector.ranker, scorer=Scorer({**lm_corrector.ranker.scorer.linear, "pair": 0.5}))
-    assert fix._gather_score(batch, cfg)[1].pairs is not None
-    assert fix._gather_score(batch, cfg.with_overrides(use_lm=False))[1].pairs is None
+    assert pairs(fix) is not None
+    assert pairs(fix, use_lm=False) is None
     assert Scorer({"lm_gain*pair": 1.0}).weighs("pair") and not Scorer({"pair": 0.0, "lm_gain": 1.0}).weighs("pair")
     assert Scorer({"keep": 1.0}, {"pair": [0.0, 2.0]}, [0.0, 0.0], [1.0, 1.0]).weighs("pair")

@@ -119,8 +119,7 @@ def test_the_forced_corrector_edits(forced):
 def test_batches_are_cut_by_length_only_for_padded_networks(forced):
     """Rows run alone pay nothing for padding: one batch of mixed lengths; whole padded batches are cut by length."""
     texts = ["天" * n for n in (3, 90, 5, 60, 8, 120, 4, 30)]
-    cfg = forced.config
-    batches = forced._batches(forced._chunks(texts, cfg), cfg)
+    batches = forced.prepare(texts).batches
     if forced.networks.rows_alone:
         assert len(batches) == 1
     else:
@@ -135,12 +134,12 @@ def test_the_next_batch_runs_on_the_networks_while_this_one_is_decided(forced, m
     texts = [SAMPLE[i : i + 25] for i in range(0, 60, 15)]
     alone = [forced.correct(t).to_dict() for t in texts]
     seen: list[str] = []
-    sites = type(forced)._sites
+    sites = type(forced).sites
 
     def spy(self, batch):
         seen.append(threading.current_thread().name)
         return sites(self, batch)
 
-    monkeypatch.setattr(type(forced), "_sites", spy)
+    monkeypatch.setattr(type(forced), "sites", spy)
     assert [c.to_dict() for c in forced.correct_batch(texts, batch_size=1)] == alone
     assert len(seen) == len(texts) and all(name.startswith("sites-ahead") for name in seen)

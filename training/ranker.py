@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from corrector import Corrector
 from corrector.features import CHEAP, COL, FEATURES, RATE_A, RATE_B
 from corrector.kept_forms import WORD_WINDOWS, kept_word_value
 from corrector.rank import IDENTITY, RankerWeights, Scorer
+from corrector.stages import Chunk, assemble
 
 from .crossfit import Folds
 from .csc_data import read_pairs
@@ -67,7 +69,7 @@ class Table:
                      self.reachable[keep_sites])
 
 
-def _gold(fix: Corrector, pairs: list[tuple[str, str]], batch: list, sites) -> list[str]:
+def _gold(pairs: list[tuple[str, str]], batch, sites) -> list[str]:
     return [pairs[batch[c].text_index][1][batch[c].start + i] for c, i in zip(sites.chunk, sites.char)]
 
 
@@ -82,7 +84,7 @@ def _leave_one_out(X: np.ndarray, label: np.ndarray) -> None:
     X[own, COL["error_rate"]] = np.log((np.maximum(count - 1, 0) + RATE_A) / (np.maximum(written - 1, 0) + RATE_B))
 
 
-def _seen_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tuple[str, str]]) -> None:
+def _seen_leave_one_out(fix: Corrector, rows, sites, batch: Sequence[Chunk], pairs: list[tuple[str, str]]) -> None:
     """``seen`` and ``seen_max`` without the pair's own correctly written bigrams (the table counted them too)."""
     if not fix.evidence.kept.has_bigrams or not len(sites):
         return
@@ -99,7 +101,7 @@ def _seen_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tu
     fix.evidence.set_seen(rows.X, rows.X[:, COL["keep"]] == 1, rows.site, left, right)
 
 
-def _kept_word_leave_one_out(fix: Corrector, rows, sites, batch: list, pairs: list[tuple[str, str]]) -> None:
+def _kept_word_leave_one_out(fix: Corrector, rows, sites, batch: Sequence[Chunk], pairs: list[tuple[str, str]]) -> None:
     """``kept_word`` without the pair's own words (the table counted them too)."""
     ev = fix.evidence
     if not ev.kept.has_words or not len(sites):
@@ -125,15 +127,15 @@ def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], leave_one_out: b
     """Every candidate of every erroneous character with the cheap (shortlist) features only; one row
     per candidate, no keep rows. What the shortlist's weights are fitted on. ``leave_one_out``: the pairs
     were counted in ``fix``'s candidate table (training pairs, without cross-fitted tables)."""
-    cfg = fix.config.with_overrides(protect_dictionary_words=False)
     ev = fix.evidence
     parts = []
     for b in range(0, len(pairs), batch_texts):
         part = pairs[b : b + batch_texts]
-        chunks = fix._chunks([s for s, _ in part], cfg)
-        for batch in fix._batches(chunks, cfg):
-            sites = fix._sites(batch)
-            gold = _gold(fix, part, batch, sites)
+        prepared = fix.prepare([s for s, _ in part], protect_dictionary_words=False)
+        cfg = prepared.settings
+        for batch in prepared.batches:
+            sites = fix.sites(batch)
+            gold = _gold(part, batch, sites)
             err = np.array([g != s for g, s in zip(gold, sites.src)], dtype=bool)
             if not err.any():
                 continue
@@ -155,14 +157,14 @@ def extract_cheap(fix: Corrector, pairs: list[tuple[str, str]], leave_one_out: b
 def extract(fix: Corrector, pairs: list[tuple[str, str]], shortlist: int, leave_one_out: bool = True,
             batch_texts: int = 256) -> Table:
     """Rows for every site of the pairs' sources, as the Corrector scores them in its first round."""
-    cfg = fix.config.with_overrides(shortlist=shortlist, protect_dictionary_words=False)
     parts = []
     for b in range(0, len(pairs), batch_texts):
         part = pairs[b : b + batch_texts]
-        chunks = fix._chunks([s for s, _ in part], cfg)
-        for batch in fix._batches(chunks, cfg):
-            sites, rows, _ = fix._gather_score(batch, cfg, word_pairs=True)  # whatever the bundle's ranker weighs
-            gold = _gold(fix, part, batch, sites)
+        prepared = fix.prepare([s for s, _ in part], shortlist=shortlist, protect_dictionary_words=False)
+        for scored in fix.score(prepared, word_pairs=True):  # whatever the bundle's ranker weighs
+            batch, sites = scored.chunks, scored.sites
+            rows = replace(scored.rows, X=scored.rows.X.copy())  # the leave-one-out counts change it
+            gold = _gold(part, batch, sites)
             err = np.array([g != s for g, s in zip(gold, sites.src)], dtype=bool)
             label = np.array([fix.vocab[v] == gold[s] for s, v in zip(rows.site.tolist(), rows.vid.tolist())],
                              dtype=bool)
@@ -302,24 +304,13 @@ def _as_folds(fix: Corrector | Folds) -> Folds:
 
 def _predictions(fix: Corrector, pairs: list[tuple[str, str]], thresholds: list[float], **settings) -> list[list[str]]:
     """The corrected texts at each threshold (one list per threshold)."""
-    from copy import deepcopy
-
-    cfg = fix._settings([s for s, _ in pairs], settings)
-    chunks = fix._chunks([s for s, _ in pairs], cfg)
-    gathered = []
-    for batch in fix._batches(chunks, cfg):
-        sites, rows, lm_ids = fix._gather_score(batch, cfg)
-        # the decisions need no generator distribution (its features are in rows.X): drop it, it is large
-        gathered.append((batch, replace(sites, logprobs=sites.logprobs.without_logits()), rows, lm_ids))
+    prepared = fix.prepare([s for s, _ in pairs], **settings)
+    # the decisions need no generator distribution (its features are in the rows): drop it, it is large
+    scored = [s.without_logits() for s in fix.score(prepared)]
     out = []
     for th in thresholds:
-        cfg_th = cfg.with_overrides(threshold=th)
-        for c in chunks:
-            c.edits = []
-        for batch, sites, rows, lm_ids in gathered:
-            rows_copy = replace(rows, X=rows.X.copy())
-            fix._apply(fix._decide_rows(batch, sites, rows_copy, deepcopy(lm_ids), cfg_th), cfg_th)
-        out.append([c.target for c in fix._assemble([s for s, _ in pairs], chunks)])
+        cfg = prepared.settings.with_overrides(threshold=th)
+        out.append([c.target for c in assemble(prepared, [fix.decide(s, cfg) for s in scored])])
     return out
 
 

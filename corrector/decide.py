@@ -1,0 +1,192 @@
+"""Decide: the ranker's rounds over one scored batch, giving every site one status.
+
+Each round takes every open site's most probable candidate above the threshold (``rank.pick_round``: none within
+the LM's order of another picked in the same chunk), lets the decide-stage guards veto some (``guards``), caps the
+rest at ``max_edits`` per sentence (most confident first), applies them, and re-scores the LM features of the
+open sites next to them on the corrected text, so several errors in one sentence are fixed in turn.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from dataclasses import replace
+from itertools import accumulate
+
+import numpy as np
+
+from .config import CorrectorConfig
+from .features import COL, Evidence, Sites
+from .guards import REGIONAL_FORMS, SCRIPT, UNRELIABLE_PAIRS, regional_edit, unreliable_pair
+from .rank import MAX_ROUNDS, RankerWeights, best_candidates, choice_probs, pick_round
+from .script import restore_edits
+from .stages import (
+    APPLIED,
+    BELOW_THRESHOLD,
+    CAPPED,
+    GUARDED,
+    NO_CANDIDATES,
+    ROUNDS_OUT,
+    Chunk,
+    Decided,
+    Scored,
+)
+from .text import split_sentences
+from .types import Edit, Reason
+
+
+def threshold_of(ranker: RankerWeights, cfg: CorrectorConfig, use_lm: bool) -> float:
+    """The confidence threshold in force: the call's, else the bundle's for decoding with or without the LM."""
+    if cfg.threshold is not None:
+        return cfg.threshold
+    return ranker.threshold if use_lm else ranker.threshold_no_lm
+
+
+def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: CorrectorConfig) -> Decided:
+    sites, chunks, vocab = scored.sites, scored.chunks, evidence.vocab
+    rows = replace(scored.rows, X=scored.rows.X.copy())  # the LM features change as edits are made
+    lm_ids = list(scored.lm_ids) if scored.lm_ids is not None else None
+    n = len(sites)
+    scorer = ranker.pick(lm_ids is not None)
+    confidence_threshold = threshold_of(ranker, cfg, lm_ids is not None)
+    threshold = scorer.uncalibrate(confidence_threshold)  # the same edits, on the uncalibrated probability
+    open_sites = np.ones(n, dtype=bool)
+    chosen: dict[int, tuple[int, float]] = {}
+    guard: dict[int, tuple[str, str]] = {}
+    capped: set[int] = set()
+    first = choice_probs(rows, scorer, n)
+    probs = first
+    spacing = evidence.lm.order if lm_ids is not None else 1
+    sentence = _sentence_of(chunks, sites.chunk, sites.char) if cfg.max_edits else None
+    per_sentence: dict[tuple[int, int], int] = defaultdict(int)
+    veto = scorer.veto if cfg.veto_unreliable_pairs else {}
+    for _ in range(MAX_ROUNDS):
+        best_row, best_p = best_candidates(rows, probs, n, open_sites)
+        picked = pick_round(sites.chunk, sites.char, best_row, best_p, threshold, spacing)
+        for s in list(picked):  # the decide-stage guards: the site stays as written
+            target = vocab[int(rows.vid[best_row[s]])]
+            why = None
+            if cfg.protect_regional_forms and regional_edit(
+                    _corrected(chunks, sites, rows.vid, vocab, chosen, s), int(sites.char[s]), target):
+                why = (REGIONAL_FORMS.name, "")
+            elif veto and (detail := unreliable_pair(veto, sites.src[s], target)) is not None:
+                why = (UNRELIABLE_PAIRS.name, detail)
+            if why is not None:
+                guard[s] = why
+                open_sites[s] = False
+                picked.remove(s)
+        if sentence is not None:  # max_edits: the most confident first; the others stay as written,
+            keep = []  # and the text the LM re-scores never has them
+            for s in picked:
+                key = (int(sites.chunk[s]), int(sentence[s]))
+                if per_sentence[key] < cfg.max_edits:
+                    per_sentence[key] += 1
+                    keep.append(s)
+                else:
+                    capped.add(s)
+                    open_sites[s] = False
+                picked = keep
+        if not picked:
+            if (capped or guard) and open_sites.any() and best_p[open_sites].max() > threshold:
+                continue  # only capped or guarded sites this round; others may still be picked
+            break
+        for s in picked:
+            chosen[s] = (int(best_row[s]), float(best_p[s]))
+            open_sites[s] = False
+        if lm_ids is None:
+            continue
+        for s in picked:  # the text the LM sees now has the edit
+            lm_ids[sites.chunk[s]] = lm_ids[sites.chunk[s]].copy()
+            lm_ids[sites.chunk[s]][sites.char[s]] = evidence.lm_vid[rows.vid[best_row[s]]]
+        near = np.zeros(n, dtype=bool)
+        for s in picked:
+            near |= (sites.chunk == sites.chunk[s]) & (np.abs(sites.char - sites.char[s]) < spacing)
+        near &= open_sites
+        if not near.any():
+            break
+        which = near[rows.site]
+        rows.X[which, COL["lm_gain"]] = evidence.lm_gain(sites, rows, lm_ids, which)[which]
+        rows.X[:, COL["pair"]] = evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
+        probs = choice_probs(rows, scorer, n)
+    edits = _edits(scored, rows.X, rows.vid, chosen, scorer, evidence, guard)
+    status = _statuses(scored, rows.vid, probs, chosen, capped, guard, threshold, vocab)
+    rows.X.setflags(write=False)
+    return Decided(scored, scorer, confidence_threshold, status, guard, chosen, edits, rows.X, probs, first)
+
+
+def _corrected(chunks: tuple[Chunk, ...], sites: Sites, vid: np.ndarray, vocab: list[str],
+               chosen: dict[int, tuple[int, float]], s: int) -> list[str]:
+    """The characters of site ``s``'s chunk with the edits chosen in earlier rounds."""
+    k = int(sites.chunk[s])
+    text = list(chunks[k].text)
+    for t, (r, _) in chosen.items():
+        if int(sites.chunk[t]) == k:
+            text[int(sites.char[t])] = vocab[int(vid[r])]
+    return text
+
+
+def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, chosen: dict[int, tuple[int, float]], scorer,
+           evidence: Evidence, guard: dict[int, tuple[str, str]]) -> tuple[tuple[Edit, ...], ...]:
+    """Each chunk's edits, in its original script; an edit that would only change a traditional character's
+    script is not made (the ``script`` guard)."""
+    sites = scored.sites
+    per_chunk: dict[int, list[Edit]] = defaultdict(list)
+    site_at: dict[tuple[int, int], int] = {}
+    for s, (r, p) in chosen.items():
+        target = evidence.vocab[int(vid[r])]
+        reason = _reason(evidence, sites.src[s], target, X[r])
+        confidence = round(float(scorer.calibrate(p)), 4)
+        k, i = int(sites.chunk[s]), int(sites.char[s])
+        per_chunk[k].append(Edit(i, sites.src[s], target, confidence, reason))
+        site_at[(k, i)] = s
+    out = []
+    for k, ch in enumerate(scored.chunks):
+        edits = sorted(per_chunk.get(k, []), key=lambda e: e.position)
+        if ch.view is not None:  # back in the original script, never a script conversion
+            restored = restore_edits(ch.view, edits)
+            made = {e.position for e in restored}
+            for e in edits:
+                if e.position not in made:
+                    guard[site_at[(k, e.position)]] = (SCRIPT.name, "")
+            edits = restored
+        out.append(tuple(edits))
+    return tuple(out)
+
+
+def _statuses(scored: Scored, vid: np.ndarray, probs: np.ndarray, chosen, capped: set[int],
+              guard: dict[int, tuple[str, str]], threshold: float, vocab) -> tuple[str, ...]:
+    rows = scored.rows
+    starts = np.searchsorted(rows.site, np.arange(len(scored.sites)), side="left").tolist() + [len(rows)]
+    out = []
+    for s in range(len(scored.sites)):
+        lo, hi = starts[s], starts[s + 1]
+        if s in guard:
+            out.append(GUARDED)
+        elif s in chosen:
+            out.append(APPLIED)
+        elif s in capped:
+            out.append(CAPPED)
+        elif hi - lo <= 1:
+            out.append(NO_CANDIDATES)
+        elif float(probs[lo + 1 : hi].max()) <= threshold:
+            out.append(BELOW_THRESHOLD)
+        else:
+            out.append(ROUNDS_OUT)
+    return tuple(out)
+
+
+def _reason(evidence: Evidence, source: str, target: str, x: np.ndarray) -> Reason:
+    """From the pair's candidate-table similarities; a pair the table does not hold (a generator or a
+    custom candidate, or a bundle without a table) is judged by the bundle's similarity tables."""
+    pin, shp = float(x[COL["pinyin"]]), float(x[COL["shape"]])
+    if pin == 0.0 and shp == 0.0:
+        pin, shp = evidence.tables.pinyin_sim(source, target), evidence.tables.shape_sim(source, target)
+    if pin >= 0.5 and pin >= shp:
+        return "pinyin"
+    return "shape" if shp >= 0.4 else ("pinyin" if pin >= 0.5 else "other")
+
+
+def _sentence_of(chunks: tuple[Chunk, ...], chunk: np.ndarray, char: np.ndarray) -> np.ndarray:
+    """Index of each site's sentence within its chunk."""
+    ends = [list(accumulate(len(s) for s in split_sentences(ch.text))) for ch in chunks]
+    return np.array([bisect_right(ends[c], i) for c, i in zip(chunk.tolist(), char.tolist())], dtype=np.int64)

@@ -1,0 +1,88 @@
+"""``explain``: each character's evidence and decision, read off the decide stage's statuses."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .features import COL, FEATURES
+from .guards import GUARDS, REGIONAL_FORMS, SCRIPT, UNRELIABLE_PAIRS
+from .rank import MAX_ROUNDS
+from .stages import (
+    APPLIED,
+    BELOW_THRESHOLD,
+    CAPPED,
+    GUARDED,
+    NO_CANDIDATES,
+    NOT_EDITABLE,
+    PROTECTED,
+    Decided,
+    Prepared,
+)
+from .types import Candidate, CharExplanation
+
+
+def explain_text(prepared: Prepared, decided: Sequence[Decided], vocab: Sequence[str], top_k: int,
+                 index: int = 0) -> list[CharExplanation]:
+    """One CharExplanation per character of text ``index``: its sites from ``decided``, the rest protected (with
+    the guard's name) or not editable."""
+    out: dict[int, CharExplanation] = {}
+    for d in decided:
+        out.update(_site_explanations(d, vocab, top_k, index))
+    text = prepared.texts[index]
+    chars = []
+    for i, c in enumerate(text):
+        if i in out:
+            chars.append(out[i])
+            continue
+        ch = next((k for k in prepared.chunks if k.text_index == index and k.start <= i < k.start + len(k.text)),
+                  None)
+        guard = ch.protected.get(i - ch.start) if ch is not None else None
+        why = f"{PROTECTED} ({guard}: {GUARDS[guard].reason})" if guard else NOT_EDITABLE.replace("_", " ")
+        chars.append(CharExplanation(i, c, False, 0.0, [], why))
+    return chars
+
+
+def _site_explanations(d: Decided, vocab: Sequence[str], top_k: int, index: int) -> dict[int, CharExplanation]:
+    sites, rows = d.scored.sites, d.scored.rows
+    probs, first = d.scorer.calibrate(d.probs), d.scorer.calibrate(d.first)
+    starts = list(np.searchsorted(rows.site, np.arange(len(sites)), side="left")) + [len(rows)]
+    out = {}
+    for s in range(len(sites)):
+        ch = d.scored.chunks[int(sites.chunk[s])]
+        if ch.text_index != index:
+            continue
+        lo, hi = starts[s], starts[s + 1]
+        order = sorted(range(lo + 1, hi), key=lambda r: -probs[r])[:top_k]
+        cands = [Candidate(vocab[int(rows.vid[r])], round(float(probs[r]), 4),
+                           round(math.exp(float(d.X[r, COL["gen_lp"]])), 4),
+                           round(float(d.X[r, COL["pinyin"]]), 3), round(float(d.X[r, COL["shape"]]), 3),
+                           {f: round(float(d.X[r, i]), 3) for i, f in enumerate(FEATURES)})
+                 for r in order]
+        best = cands[0].char if cands else "the best candidate"
+        status = d.status[s]
+        if status == APPLIED:
+            why = f"applied: {vocab[int(rows.vid[d.chosen[s][0]])]}"
+        elif status == CAPPED:
+            why = "kept: max_edits reached (more confident edits in this sentence)"
+        elif status == GUARDED:
+            name, detail = d.guard[s]
+            if name in (REGIONAL_FORMS.name, UNRELIABLE_PAIRS.name, SCRIPT.name):
+                why = GUARDS[name].reason.format(best=best, detail=detail)
+            else:
+                why = f"kept: {name}"
+        elif status == NO_CANDIDATES:
+            why = "no candidates"
+        elif status == BELOW_THRESHOLD:
+            top = f"{cands[0].char} at {cands[0].score:.3f}" if cands else f"at {float(probs[lo + 1:hi].max()):.3f}"
+            why = f"kept: best candidate {top} is not above the threshold {d.threshold:g}"
+            if float(first[lo + 1 : hi].max()) > d.threshold:
+                why += " (re-scored after an edit next to it)"
+        else:
+            why = f"kept: above the threshold, but the {MAX_ROUNDS} rounds of edits ran out"
+        pos = ch.start + int(sites.char[s])
+        out[pos] = CharExplanation(pos, sites.src[s], True, round(float(sites.rtd[s]), 4), cands, why,
+                                   round(float(d.probs[lo]), 4))
+    return out

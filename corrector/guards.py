@@ -1,0 +1,138 @@
+"""Keep-as-written rules ("guards"): each one a name (the setting that turns it on) and the reason ``explain`` gives.
+
+Two kinds, by the stage that applies them:
+
+- *protections* (``prepare``): characters never offered for an edit: the caller's words (``protect``), foreign
+  names (``protect_foreign_names``), word forms the real training pairs always keep (``protect_kept_words``),
+  multi-character dictionary words (``protect_dictionary_words``). Such a character is no site at all.
+- *vetoes* (``decide``): a site's best edit is not made: it only writes a word another region's way
+  (``protect_regional_forms``), it is a pair the ranker got mostly wrong on the real training pairs
+  (``veto_unreliable_pairs``), or, in traditional text, it would only change the character's script (``script``,
+  always on). The site stays as written; another site may still be edited in a later round.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .candidates import CandidateTable
+from .config import CorrectorConfig
+from .foreign_names import foreign_name_positions, name_chars
+from .script import regional_form
+
+REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
+
+
+@dataclass(frozen=True)
+class Guard:
+    name: str  # the setting that turns it on ("script" has none: always on)
+    stage: str  # "prepare" (protects characters) or "decide" (vetoes a site's best edit)
+    reason: str  # what explain says (a format string for decide guards: {best}, {detail})
+
+
+PROTECT = Guard("protect", "prepare", "a word the caller protects")
+FOREIGN_NAMES = Guard("protect_foreign_names", "prepare", "inside a foreign name")
+KEPT_WORDS = Guard("protect_kept_words", "prepare", "a word form the real training pairs always keep")
+DICTIONARY_WORDS = Guard("protect_dictionary_words", "prepare", "inside a dictionary word")
+REGIONAL_FORMS = Guard("protect_regional_forms", "decide",
+                       "kept: {best} would only write the word another region's way (protect_regional_forms)")
+UNRELIABLE_PAIRS = Guard("veto_unreliable_pairs", "decide",
+                         "kept: {detail} on the real training pairs (veto_unreliable_pairs)")
+SCRIPT = Guard("script", "decide", "kept: {best} would only change the character's script")
+GUARDS = {g.name: g for g in (PROTECT, FOREIGN_NAMES, KEPT_WORDS, DICTIONARY_WORDS, REGIONAL_FORMS,
+                              UNRELIABLE_PAIRS, SCRIPT)}
+
+
+class Protections:
+    """The prepare-stage guards over one bundle's tables: which characters of a text no edit may touch, and why."""
+
+    def __init__(self, table: CandidateTable):
+        self.table = table
+        self._kept: dict[int, frozenset[str]] = {}
+        self._names: dict[float, frozenset[str]] = {}
+
+    def kept_words(self, min_kept: int) -> frozenset[str]:
+        """The words ``protect_kept_words`` guards: kept as written at least ``min_kept`` times in the real
+        training pairs and never corrected (empty when 0 or when the bundle has no word counts)."""
+        if min_kept <= 0:
+            return frozenset()
+        if min_kept not in self._kept:
+            self._kept[min_kept] = frozenset(w for w, (k, c) in self.table.words.items() if k >= min_kept and c == 0)
+        return self._kept[min_kept]
+
+    def name_chars(self, min_share: float) -> frozenset[str]:
+        """The characters ``protect_foreign_names`` counts as a foreign name's (empty when 0 or when the bundle
+        has no name counts)."""
+        if min_share <= 0:
+            return frozenset()
+        if min_share not in self._names:
+            self._names[min_share] = name_chars(self.table.name_shares, min_share)
+        return self._names[min_share]
+
+    def positions(self, text: str, cfg: CorrectorConfig, dictionary: bool = True) -> dict[int, str]:
+        """Protected positions of ``text`` -> the name of the first guard that protects each (``dictionary``
+        False: without the dictionary-word guard, as for the simplified view of a traditional chunk)."""
+        out: dict[int, str] = {}
+        rules: list[tuple[Guard, Callable[[], set[int]]]] = [
+            (PROTECT, lambda: _word_positions(text, tuple(w for w in cfg.protect if w))),
+            (FOREIGN_NAMES, lambda: foreign_name_positions(text, names) if names else set()),
+            (KEPT_WORDS, lambda: _kept_positions(text, kept) if kept else set()),
+            (DICTIONARY_WORDS, lambda: _dictionary_positions(text)
+             if dictionary and cfg.protect_dictionary_words else set()),
+        ]
+        names = self.name_chars(cfg.protect_foreign_names)
+        kept = self.kept_words(cfg.protect_kept_words)
+        for guard, find in rules:
+            for p in sorted(find()):
+                out.setdefault(p, guard.name)
+        return out
+
+
+def _word_positions(text: str, words: tuple[str, ...]) -> set[int]:
+    out: set[int] = set()
+    for w in words:
+        start = text.find(w)
+        while start >= 0:
+            out.update(range(start, start + len(w)))
+            start = text.find(w, start + 1)
+    return out
+
+
+def _kept_positions(text: str, kept: frozenset[str]) -> set[int]:
+    return {p for n in (2, 3) for i in range(len(text) - n + 1) if text[i:i + n] in kept for p in range(i, i + n)}
+
+
+def _dictionary_positions(text: str) -> set[int]:
+    if not text:
+        return set()
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict" chatter on stderr
+    out: set[int] = set()
+    pos = 0
+    for w in jieba.lcut(text, HMM=False):
+        if len(w) > 1:
+            out.update(range(pos, pos + len(w)))
+        pos += len(w)
+    return out
+
+
+def regional_edit(text: list[str], i: int, target: str) -> bool:
+    """``protect_regional_forms``: whether writing ``target`` at ``i`` of ``text`` (the chunk as corrected so far)
+    only changes the regional form of its word, judged on the characters either side."""
+    lo, hi = max(0, i - REGIONAL_WINDOW), i + REGIONAL_WINDOW + 1
+    before = "".join(text[lo:hi])
+    after = list(text)
+    after[i] = target
+    return regional_form(before, "".join(after[lo:hi]))
+
+
+def unreliable_pair(veto: dict[str, tuple[int, int]], source: str, target: str) -> str | None:
+    """``veto_unreliable_pairs``: why the edit ``source`` -> ``target`` is not made, or None when it may be."""
+    counts = veto.get(source + target)
+    if counts is None:
+        return None
+    right, wrong = counts
+    return f"{source}→{target} was right in {right} of its {right + wrong} edits"

@@ -1,0 +1,108 @@
+"""What the decoder's public stages hand each other: prepare -> score -> decide -> assemble.
+
+    prepared = fix.prepare(texts, **settings)           # chunks, their protected characters, batches
+    decided = [fix.decide(s, prepared.settings) for s in fix.score(prepared)]   # one Scored per batch
+    corrections = assemble(prepared, decided)           # what correct_batch returns
+
+``Scored`` is immutable (its feature matrix is read-only): ``decide`` may run on it any number of times, with any
+settings (a threshold sweep decodes the same scores at many thresholds). ``Decided`` gives every site one status;
+the edits and ``explain`` are both read off it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .config import CorrectorConfig
+from .features import Rows, Sites
+from .rank import Scorer
+from .script import ScriptView
+from .tokenize import Encoded
+from .types import Correction, Edit
+
+# a site's status after decide
+APPLIED = "applied"  # its best edit is made
+BELOW_THRESHOLD = "below_threshold"  # no candidate's probability is above the threshold
+CAPPED = "capped"  # above the threshold, but max_edits more confident edits were made in its sentence
+GUARDED = "guarded"  # above the threshold, but a decide-stage guard keeps it as written (``Decided.guard``)
+NO_CANDIDATES = "no_candidates"  # nothing to choose but the character as written
+ROUNDS_OUT = "rounds_out"  # above the threshold when the decoding rounds ran out
+STATUSES = (APPLIED, BELOW_THRESHOLD, CAPPED, GUARDED, NO_CANDIDATES, ROUNDS_OUT)
+# a character that is no site: PROTECTED (a prepare-stage guard, ``Chunk.protected``) or NOT_EDITABLE (not a
+# single-token CJK character the model reads: Latin, digits, punctuation, emoji, out-of-vocabulary)
+PROTECTED = "protected"
+NOT_EDITABLE = "not_editable"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One sentence (or a window of a long one) of one text, as the model reads it."""
+
+    text_index: int
+    start: int  # offset of the chunk in its text
+    text: str  # what the model reads: the chunk, in simplified script
+    enc: Encoded
+    protected: Mapping[int, str]  # chunk position -> the guard that protects it
+    view: ScriptView | None = None  # the original chunk when ``text`` is its simplified view
+
+    def site_tokens(self) -> list[int]:
+        """Token indices of the chunk's sites: single-token characters nobody protected."""
+        return [t for t, p in enumerate(self.enc.char_pos) if p >= 0 and p not in self.protected]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    texts: tuple[str, ...]
+    settings: CorrectorConfig
+    chunks: tuple[Chunk, ...]
+    batches: tuple[tuple[Chunk, ...], ...]  # the chunks with sites, cut into network calls
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One batch: its sites (the networks' outputs) and every feature of every choice of every site."""
+
+    chunks: tuple[Chunk, ...]
+    sites: Sites
+    rows: Rows  # rows.X is read-only
+    lm_ids: tuple[np.ndarray, ...] | None  # each chunk in the LM's ids; None when decoding without the LM
+
+    def without_logits(self) -> Scored:
+        """The same, without the generator's distribution (decide needs only the features): much smaller."""
+        return replace(self, sites=replace(self.sites, logprobs=self.sites.logprobs.without_logits()))
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The decisions on one Scored batch: a status per site, the edits made, and what explain shows."""
+
+    scored: Scored
+    scorer: Scorer  # what the probabilities came from (its calibration gives confidences)
+    threshold: float  # the confidence threshold in force
+    status: tuple[str, ...]  # per site, one of STATUSES
+    guard: Mapping[int, tuple[str, str]]  # GUARDED site -> (guard name, detail)
+    chosen: Mapping[int, tuple[int, float]]  # APPLIED site -> (row, probability)
+    edits: tuple[tuple[Edit, ...], ...]  # per chunk of the batch, chunk positions, in the original script
+    X: np.ndarray  # the rows' features when the decoding stopped (LM features re-scored after edits)
+    probs: np.ndarray  # every row's probability then ...
+    first: np.ndarray  # ... and in the first round, before any edit next to it
+
+
+def assemble(prepared: Prepared, decided: Sequence[Decided]) -> list[Correction]:
+    """The corrections of every text: each chunk's edits at their positions in the text."""
+    per_text: dict[int, list[Edit]] = defaultdict(list)
+    for d in decided:
+        for ch, edits in zip(d.scored.chunks, d.edits):
+            per_text[ch.text_index].extend(replace(e, position=ch.start + e.position) for e in edits)
+    out = []
+    for i, text in enumerate(prepared.texts):
+        made = sorted(per_text.get(i, []), key=lambda e: e.position)
+        chars = list(text)
+        for e in made:
+            chars[e.position] = e.target
+        out.append(Correction(text, "".join(chars), made))
+    return out
