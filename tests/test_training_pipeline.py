@@ -65,10 +65,10 @@ def test_prepare_reuses_a_given_vocab(prepared, tmp_path):
     assert bad.returncode != 0 and "expected 21128" in bad.stderr
 
 
-def readme_training_commands() -> list[list[str]]:
-    """The commands of the README's "Train your own model" block, continuation lines joined."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = text.split("## Train your own model", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+def documented_training_commands() -> list[list[str]]:
+    """The commands of docs/training.md's "The pipeline, step by step" block, continuation lines joined."""
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    block = text.split("## The pipeline, step by step", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     commands = []
     for line in block.replace("\\\n", " ").splitlines():
         line = line.split("#", 1)[0].strip()
@@ -77,7 +77,7 @@ def readme_training_commands() -> list[list[str]]:
     return commands
 
 
-# Only sizes change for the tiny run; paths, flags and their order are the README's.
+# Only sizes change for the tiny run; paths, flags and their order are docs/training.md's.
 TINY = {
     "pretrain": {"--config": ["--config", "debug"],
                  "--max-minutes": ["--max-steps", "4", "--batch-size", "4", "--seq-len", "32", "--eval-every", "2"]},
@@ -104,8 +104,8 @@ def shrink(cmd: list[str]) -> list[str]:
     return out
 
 
-def test_readme_training_commands_run_as_written(tmp_path):
-    """The README's training block, in order, from a checkout with ../shared/data beside it (a tiny one)."""
+def test_documented_training_commands_run_as_written(tmp_path):
+    """docs/training.md's pipeline block, in order, from a checkout with ../shared/data beside it (a tiny one)."""
     repo, data = tmp_path / "checkout", tmp_path / "shared" / "data"
     repo.mkdir()
     (data / "corpus").mkdir(parents=True)
@@ -115,7 +115,7 @@ def test_readme_training_commands_run_as_written(tmp_path):
     pairs = "".join(f"{s.replace(a, b, 1)}\t{s}\n" for s in CORPUS[:5] for a, b in (("天", "添"), ("的", "地")))
     for name in ("sighan_train.tsv", "csc_hard_train.tsv", "sighan15_test.tsv"):
         (data / "csc" / name).write_text(pairs * 2, encoding="utf-8")
-    commands = readme_training_commands()
+    commands = documented_training_commands()
     modules = [c[2] for c in commands]
     assert modules == ["training.prepare", "training.similarity", "training.pretrain", "training.make_csc_data",
                        "training.finetune", "training.finetune", "training.export", "training.char_lm",
@@ -147,7 +147,7 @@ def test_readme_training_commands_run_as_written(tmp_path):
     assert fixer.name == "bundle"
     assert fixer.bundle.manifest.provenance["pretraining"]["tokens_seen"] > 0
     assert [st["steps"] for st in fixer.bundle.manifest.provenance["finetune_stages"]] == [4]  # step 5 under 5b
-    assert fixer.ranker.threshold == ranker["threshold"] and fixer.has_lm  # the evidence the README block made
+    assert fixer.ranker.threshold == ranker["threshold"] and fixer.has_lm  # the evidence the documented block made
     assert fixer.bundle.manifest.lm["order"] == 4 and fixer.bundle.manifest.ranker["fitted"]
     assert fixer.networks.precision == report["onnx"] == "int8"
 
