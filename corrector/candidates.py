@@ -22,8 +22,8 @@ NAMES_NPZ = "names.npz"  # optional: per character, how often the corpus writes 
 
 
 class CandidateTable:
-    def __init__(self, sources: list[str], offsets: np.ndarray, candidates: list[str], pinyin: np.ndarray,
-                 shape: np.ndarray, count: np.ndarray, written: np.ndarray | None = None,
+    def __init__(self, sources: list[str], offsets: np.ndarray, candidates: list[str] | np.ndarray,
+                 pinyin: np.ndarray, shape: np.ndarray, count: np.ndarray, written: np.ndarray | None = None,
                  variants: frozenset[tuple[str, str]] = frozenset(), bigrams: dict[str, int] | None = None,
                  words: dict[str, tuple[int, int]] | None = None, name_shares: dict[str, float] | None = None):
         self.row = {c: i for i, c in enumerate(sources)}
@@ -37,7 +37,9 @@ class CandidateTable:
         # per character: the share of its corpus occurrences inside dot-joined foreign names (corrector.foreign_names)
         self.name_shares = name_shares or {}
         self.offsets = offsets
-        self.candidates = candidates
+        # a list, or a numpy array of one-character strings: ``load`` keeps the array (a list of millions of
+        # strings is slow to make and large); ``candidates`` makes the list on first use
+        self._candidates = candidates
         self.pinyin = pinyin.astype(np.float32)
         self.shape = shape.astype(np.float32)
         self.count = count.astype(np.float32)
@@ -64,7 +66,7 @@ class CandidateTable:
                 f = np.load(Path(directory) / NAMES_NPZ, allow_pickle=False)
                 share = f["in_names"] / (f["total"] + NAME_SHRINK)
                 name_shares = dict(zip(f["chars"].tolist(), share.tolist()))
-            return cls(z["sources"].tolist(), z["offsets"], z["candidates"].tolist(), z["pinyin"], z["shape"],
+            return cls(z["sources"].tolist(), z["offsets"], z["candidates"], z["pinyin"], z["shape"],
                        z["count"], written, variants, bigrams, words, name_shares)
         except (OSError, KeyError, ValueError) as e:
             raise CorrectorError(f"cannot read candidate table {path}: {e}") from None
@@ -74,6 +76,19 @@ class CandidateTable:
         """No static candidates (a bundle without a table): only the generator's and the user's."""
         z = np.zeros(0, dtype=np.float32)
         return cls([], np.zeros(1, dtype=np.int32), [], z, z, z)
+
+    @property
+    def candidates(self) -> list[str]:
+        if isinstance(self._candidates, list):
+            return self._candidates
+        listed: list[str] = self._candidates.tolist()
+        self._candidates = listed
+        return listed
+
+    def candidate_chars(self) -> np.ndarray:
+        """The candidates as a numpy array of strings (the table's own array when ``load`` read it)."""
+        c = self._candidates
+        return c if isinstance(c, np.ndarray) else np.array(c, dtype=str)
 
     def written_count(self, source: str) -> float:
         i = self.row.get(source)

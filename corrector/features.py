@@ -21,7 +21,8 @@ import numpy as np
 
 from .candidates import CandidateTable
 from .char_lm import BOS, EOS, PAD
-from .kept_forms import KeptForms, kept_word_value, seen_value, word_key
+from .dictionary import WordTable
+from .kept_forms import CharIds, KeptForms, kept_word_value, seen_value, word_key
 from .lookup import lookup_sorted
 from .runtime import LogProbs
 from .similarity import SimilarityTables, fuzzy_key, split_reading
@@ -105,14 +106,18 @@ class Rows:
 class Evidence:
     """Everything a choice is scored on except the networks' raw outputs, which come in with the sites."""
 
-    def __init__(self, vocab: Sequence[str], candidates: CandidateTable, tables: SimilarityTables, lm=None):
+    def __init__(self, vocab: Sequence[str], candidates: CandidateTable, tables: SimilarityTables, lm=None,
+                 words: WordTable | None = None):
+        """``words``: jieba's words as the bundle stores them (``corrector.dictionary``); None: read from jieba
+        at first use."""
         from .text import is_cjk
 
         self.vocab = list(vocab)
         self.char_id = {t: i for i, t in enumerate(self.vocab) if len(t) == 1}
         self.table = candidates
         self.lm = lm
-        self.cand_vid = np.array([self.char_id.get(c, -1) for c in candidates.candidates], dtype=np.int64)
+        char_ids = CharIds(self.char_id)  # vectorised char_id lookups
+        self.cand_vid = char_ids(candidates.candidate_chars())
         self.logfreq = np.array([math.log1p(tables.frequency(t)) if len(t) == 1 else 0.0 for t in self.vocab],
                                 dtype=np.float32)
         # the generator may propose any frequent CJK character (any CJK character when the bundle has no
@@ -121,13 +126,13 @@ class Evidence:
         cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
         self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
         # the word forms the real training pairs keep: seen, seen_max, kept_word
-        self.kept = KeptForms(candidates, self.char_id, len(self.vocab))
+        self.kept = KeptForms(candidates, char_ids, len(self.vocab))
         # per vocab id: how often the character was written in the real training pairs (error_rate's denominator)
         self.written = np.array([candidates.written_count(t) if len(t) == 1 else 0.0 for t in self.vocab],
                                 dtype=np.float32)
         ids = np.flatnonzero(self.proposable)
         self.proposable_span = (int(ids.min()), int(ids.max()) + 1) if len(ids) else (0, 0)
-        self._words: dict[str, int] | None = None
+        self._words = words
         self.tables = tables
         self._pair_index: dict[tuple[str, str], list[tuple[int, int]]] | None = None
         self._keys_of: dict[str, tuple[str, ...]] = {}
@@ -351,32 +356,16 @@ class Evidence:
             out = np.maximum(out, lookup_sorted(keys, freq, np.where(valid, word_key(ids, V), -1)))
         return out
 
-    def _dictionary(self) -> dict[str, int]:
+    def _dictionary(self) -> WordTable:
+        """jieba's two- and three-character words: the bundle's table, else read from jieba now."""
         if self._words is None:
-            import logging
-
-            import jieba
-
-            jieba.setLogLevel(logging.WARNING)
-            jieba.dt.check_initialized()
-            self._words = jieba.dt.FREQ
+            self._words = WordTable.from_jieba(self.char_id, len(self.vocab))
         return self._words
 
     def _word_keys(self) -> tuple[np.ndarray, ...]:
         """(2-character keys, their log(1 + frequency), 3-character keys, theirs), keys sorted."""
         if self._wkeys is None:
-            V = len(self.vocab)
-            pairs: dict[int, list[tuple[int, float]]] = {2: [], 3: []}
-            for w, f in self._dictionary().items():
-                if f > 0 and len(w) in pairs:
-                    ids = [self.char_id.get(ch, -1) for ch in w]
-                    if min(ids) >= 0:
-                        pairs[len(w)].append((word_key(ids, V), math.log1p(f)))
-            out: list[np.ndarray] = []
-            for n in (2, 3):
-                arr = np.array(sorted(pairs[n]), dtype=np.float64).reshape(-1, 2)
-                out += [arr[:, 0].astype(np.int64), arr[:, 1].astype(np.float32)]
-            self._wkeys = tuple(out)
+            self._wkeys = (*self._dictionary().log_counts(2), *self._dictionary().log_counts(3))
         return self._wkeys
 
     def lm_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -480,13 +469,13 @@ class Evidence:
         on first use."""
         if self._pair_index is None:
             index: dict[tuple[str, str], list[tuple[int, int]]] = {}
-            for w, f in self._dictionary().items():
-                if len(w) != 2 or f < PAIR_MIN_FREQ:
-                    continue
-                x, y = self.char_id.get(w[0], -1), self.char_id.get(w[1], -1)
-                if x < 0 or y < 0 or not (self.proposable[x] and self.proposable[y]):
-                    continue
-                for key in product(self._fuzzy_keys(w[0]), self._fuzzy_keys(w[1])):
+            words = self._dictionary()
+            V = len(self.vocab)
+            frequent = words.keys[2][words.counts[2] >= PAIR_MIN_FREQ]
+            x_ids, y_ids = frequent // V, frequent % V
+            both = self.proposable[x_ids] & self.proposable[y_ids]
+            for x, y in zip(x_ids[both].tolist(), y_ids[both].tolist()):
+                for key in product(self._fuzzy_keys(self.vocab[x]), self._fuzzy_keys(self.vocab[y])):
                     index.setdefault(key, []).append((x, y))
             self._pair_index = index
         return self._pair_index

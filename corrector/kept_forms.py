@@ -21,18 +21,27 @@ WORD_WINDOWS = ((-1, 2), (0, 2), (-2, 3), (-1, 3), (0, 3))  # (offset of the fir
 class KeptForms:
     """The counts as sorted integer keys over vocab ids (a * V + b; three characters: (a * V + b) * V + c)."""
 
-    def __init__(self, candidates: CandidateTable, char_id: dict[str, int], V: int):
+    def __init__(self, candidates: CandidateTable, char_id: dict[str, int] | CharIds, V: int):
         self.V = V
-        seen = sorted((char_id[b[0]] * V + char_id[b[1]], n) for b, n in candidates.bigrams.items()
-                      if b[0] in char_id and b[1] in char_id)
-        self.bigram_keys = np.array([k for k, _ in seen], dtype=np.int64)
-        self.bigram_count = np.array([n for _, n in seen], dtype=np.float32)
+        ids = char_id if isinstance(char_id, CharIds) else CharIds(char_id)
+        # the bigrams whose two characters are in the vocabulary, by key (distinct bigrams have distinct keys)
+        pair = ids.columns(list(candidates.bigrams), 2)
+        ok = (pair >= 0).all(axis=1)
+        keys = word_key([pair[ok, 0], pair[ok, 1]], V)
+        order = np.argsort(keys, kind="stable")
+        self.bigram_keys = keys[order]
+        self.bigram_count = np.array(list(candidates.bigrams.values()), dtype=np.float32).reshape(-1)[ok][order]
         self.word_keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        words = list(candidates.words)
+        counts = np.array(list(candidates.words.values()), dtype=np.int64).reshape(-1, 2)
+        length = np.char.str_len(np.array(words, dtype=str)) if words else np.zeros(0, np.int64)
+        chars = ids.columns(words, 3)
         for n in (2, 3):
-            entries = sorted((word_key([char_id[ch] for ch in w], V), k, c) for w, (k, c) in candidates.words.items()
-                             if len(w) == n and all(ch in char_id for ch in w))
-            arr = np.array(entries, dtype=np.int64).reshape(-1, 3)
-            self.word_keys[n] = (arr[:, 0], arr[:, 1].astype(np.float32), arr[:, 2].astype(np.float32))
+            ok = (length == n) & (chars[:, :n] >= 0).all(axis=1)
+            keys = word_key([chars[ok, j] for j in range(n)], V)
+            order = np.argsort(keys, kind="stable")
+            kept, changed = counts[ok][order].T
+            self.word_keys[n] = (keys[order], kept.astype(np.float32), changed.astype(np.float32))
 
     @property
     def has_bigrams(self) -> bool:
@@ -67,6 +76,39 @@ class KeptForms:
             kept[:, j] = lookup_sorted(keys, k_count, key)
             changed[:, j] = lookup_sorted(keys, c_count, key)
         return kept, changed
+
+
+class CharIds:
+    """Characters to vocab ids, vectorised over arrays of strings (no Python loop over millions of them)."""
+
+    def __init__(self, char_id: dict[str, int]):
+        singles = {ord(c): i for c, i in char_id.items() if len(c) == 1 and c != "\x00"}
+        self.lut = np.full(max(singles, default=0) + 2, -1, dtype=np.int64)  # code point -> id; the last: -1
+        self.lut[list(singles)] = list(singles.values())
+
+    def columns(self, strings, width: int) -> np.ndarray:
+        """(len(strings), width) int64: the id of each string's first ``width`` characters, -1 for a character
+        with no id and past the string's end (numpy strings cannot hold U+0000: it reads as the end)."""
+        codes = _code_points(strings)[:, :width]
+        ids = self._ids(codes)
+        return np.pad(ids, ((0, 0), (0, width - ids.shape[1])), constant_values=-1) if ids.shape[1] < width else ids
+
+    def __call__(self, strings) -> np.ndarray:
+        """The id of each one-character string, -1 for any other string or a character with no id."""
+        codes = _code_points(strings)
+        if codes.shape[1] == 0:
+            return np.full(len(codes), -1, dtype=np.int64)
+        ids = self._ids(codes[:, 0])
+        return ids if codes.shape[1] == 1 else np.where(codes[:, 1] == 0, ids, -1)
+
+    def _ids(self, codes: np.ndarray) -> np.ndarray:
+        return self.lut[np.minimum(codes, len(self.lut) - 1)]  # 0 (no character) and unknown ones: -1
+
+
+def _code_points(strings) -> np.ndarray:
+    """(len(strings), longest) uint32 code points of each string, 0 past its end."""
+    arr = np.ascontiguousarray(np.asarray(strings, dtype=str).reshape(-1) if len(strings) else np.zeros(0, "<U1"))
+    return arr.view(np.uint32).reshape(len(arr), arr.dtype.itemsize // 4)
 
 
 def word_key(ids, V: int):

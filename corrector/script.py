@@ -18,8 +18,9 @@ A chunk that OpenCC leaves unchanged is simplified already and is corrected as i
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass
-from functools import cache
 from typing import Protocol
 
 from .text import is_cjk
@@ -30,13 +31,47 @@ class _Converter(Protocol):
     def convert(self, text: str) -> str: ...
 
 
-@cache
+CONFIGS = ("t2s", "s2twp", "tw2sp", "s2t")  # every conversion used here, the ones every edit needs first
+_converters: dict[str, _Converter] = {}
+_lock = threading.Lock()  # one converter is built at a time, by whichever thread asks first
+
+
 def _converter(config: str) -> _Converter:
+    conv = _converters.get(config)
+    if conv is None:
+        with _lock:
+            conv = _converters.get(config)
+            if conv is None:
+                try:
+                    import opencc
+                except ImportError:  # pragma: no cover - a base dependency
+                    raise CorrectorError("traditional Chinese needs OpenCC: pip install opencc-py") from None
+                conv = _converters[config] = opencc.OpenCC(config)
+    return conv
+
+
+def prepare_converters() -> None:
+    """Build OpenCC's converters on a background thread (OpenCC reads its dictionaries in pure Python: a third of
+    a second) while the caller loads the rest; the first text then finds them ready."""
+    if not all(c in _converters for c in CONFIGS):
+        threading.Thread(target=_build_all, name="opencc-load", daemon=True).start()
+
+
+def _build_all() -> None:
     try:
-        import opencc
-    except ImportError:  # pragma: no cover - a base dependency
-        raise CorrectorError("traditional Chinese needs OpenCC: pip install opencc-py") from None
-    return opencc.OpenCC(config)
+        for c in CONFIGS:
+            _converter(c)
+    except CorrectorError:  # OpenCC missing: the text that needs it says so
+        pass
+
+
+def _new_lock_in_child() -> None:  # a fork while a converter was being built must not leave the child's lock held
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def to_simplified(text: str) -> str:

@@ -152,11 +152,12 @@ class SimilarityTables:
     """Sound and shape similarity between single characters, with neighbour look-ups."""
 
     def __init__(
-        self, readings: dict[str, tuple[str, ...]], freq: dict[str, int], shape: dict[str, dict[str, float]]
+        self, readings: dict[str, tuple[str, ...]], freq: dict[str, int], shape: dict[str, dict[str, float]] | Path
     ) -> None:
+        """``shape``: the table, or its ``shape.tsv``, read on first use (most texts never need it)."""
         self._readings = readings
         self._freq = freq
-        self._shape = shape
+        self._shape_table = shape
         self._by_reading: dict[str, list[str]] = {}  # TONE3 reading → chars having it
         self._by_syllable: dict[str, list[str]] = {}  # toneless syllable → chars having it
         for ch, rs in readings.items():
@@ -171,7 +172,15 @@ class SimilarityTables:
         if not directory.is_dir():
             raise CorrectorError(f"similarity tables directory {directory} does not exist")
         readings, freq = _parse_pinyin(directory / PINYIN_FILE)
-        return cls(readings, freq, _parse_shape(directory / SHAPE_FILE))
+        if not (directory / SHAPE_FILE).is_file():
+            _open_table(directory / SHAPE_FILE)  # names the missing file now
+        return cls(readings, freq, directory / SHAPE_FILE)
+
+    @property
+    def _shape(self) -> dict[str, dict[str, float]]:
+        if isinstance(self._shape_table, Path):
+            self._shape_table = _parse_shape(self._shape_table)
+        return self._shape_table
 
     def __contains__(self, ch: str) -> bool:
         return ch in self._readings or ch in self._shape

@@ -9,6 +9,7 @@ import pytest
 
 from corrector.candidates import CandidateTable
 from corrector.char_lm import CharLM
+from corrector.dictionary import WordTable
 from corrector.features import COL, FEATURES, Evidence, Sites, _name_like
 from corrector.kept_forms import kept_word_value
 from corrector.runtime import LogProbs
@@ -302,9 +303,9 @@ READINGS = {"今": ("jin1",), "天": ("tian1",), "田": ("tian2",), "气": ("qi4
 
 
 def pair_evidence(lm: CharLM | None = None) -> Evidence:
-    ev = Evidence(VOCAB, table(), SimilarityTables(READINGS, FREQ, {}), lm)
-    ev._words = {"天气": 1000, "田七": 600, "北京": 9000, "今天": 5000, "很好": 150, "好很": 0}  # 很好: too rare a pair
-    return ev
+    counts = {"天气": 1000, "田七": 600, "北京": 9000, "今天": 5000, "很好": 150, "好很": 0}  # 很好: too rare a pair
+    words = WordTable.from_counts(counts, {t: i for i, t in enumerate(VOCAB) if len(t) == 1}, len(VOCAB))
+    return Evidence(VOCAB, table(), SimilarityTables(READINGS, FREQ, {}), lm, words)
 
 
 def test_fuzzy_key_joins_what_an_ime_user_confuses():
