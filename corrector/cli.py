@@ -21,7 +21,7 @@ from typing import TextIO
 from .bundle import PRECISIONS
 from .model_path import ENV_MODEL
 from .text import is_cjk
-from .types import CorrectorError
+from .types import EXPLAIN_COLUMNS, CorrectorError
 
 BATCH_LINES = 256
 LOAD_ARGS = ("path", "device", "precision", "threads", "lm")  # Corrector.load's own arguments, not settings for --set
@@ -36,13 +36,14 @@ def correct_parser() -> argparse.ArgumentParser:
         prog="python -m corrector",
         description="Correct Chinese spelling errors. Other commands: 'similar CHAR' (sound and shape "
                     "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray).",
+        epilog=EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--version", action="version", version=version_line())
+    ap.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
     ap.add_argument("text", nargs="?", help="text to correct (default: read lines from --input or stdin)")
     ap.add_argument("--input", "-i", help="file with one text per line, or '-' for stdin")
     ap.add_argument("--output", "-o", help="write results here instead of stdout")
     ap.add_argument("--json", action="store_true", help="JSON lines: source, target, edits")
-    ap.add_argument("--explain", action="store_true", help="per-character RTD probability and candidates")
+    ap.add_argument("--explain", action="store_true", help="per character: the evidence and the decision (below)")
     decoding_args(ap)
     ap.add_argument("--batch-size", type=int, help="chunks per model call")
     return ap
@@ -79,6 +80,22 @@ def _setting(arg: str) -> tuple[str, object]:
     except ValueError:
         value = raw
     return name, value
+
+
+EXPLAIN_HELP = f"""\
+--explain prints the corrected text, then one row per character the model reads:
+  POS CHAR rtd=R keep=K  C(S,p=G) C(S,p=G) ...  [DECISION]
+{EXPLAIN_COLUMNS}
+With --json, one JSON object per text instead: {{"correction": ..., "chars": [...]}}, each candidate with every
+feature the ranker weighed (named in corrector/features.py)."""
+
+
+class _Version(argparse.Action):
+    """--version, looked up only when asked for (importlib.metadata is slow to import)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit()
 
 
 def version_line() -> str:
@@ -180,13 +197,8 @@ def _emit(fixer, texts: list[str], args: argparse.Namespace, out: TextIO) -> Non
 
 
 def _explain_text(ex) -> str:
-    rows = [ex.correction.target]
-    for c in ex.chars:
-        if not c.editable:
-            continue
-        cands = " ".join(f"{k.char}({k.score:.2f},p={k.generator_prob:.3f})" for k in c.candidates)
-        rows.append(f"{c.position:>5} {c.char} rtd={c.rtd_prob:.3f} keep={c.keep_prob:.2f}  {cands}  [{c.decision}]")
-    return "\n".join(rows) + "\n"
+    """The corrected text, then a row per character the model reads (EXPLAIN_HELP)."""
+    return "\n".join([ex.correction.target, *(c.row() for c in ex.chars if c.editable)]) + "\n"
 
 
 def _read_text(path: str, newline: str | None = None) -> str:
