@@ -1,3 +1,10 @@
-from .cli import main
+import sys
+
+try:
+    from .cli import main
+except ModuleNotFoundError as e:  # fastapi, uvicorn, pydantic, ...: the service extra is not installed
+    if (e.name or "").split(".")[0] in ("corrector", "service"):
+        raise
+    sys.exit(f"error: the service needs the 'service' extra (no module {e.name!r}): pip install 'electra-csc[service]'")
 
 main()

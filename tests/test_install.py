@@ -1,13 +1,15 @@
-"""A plain (non-editable) install finds the shipped model: ``pip install .`` into a fresh venv, then
-``python -m corrector 我门`` from an empty directory.
+"""A plain (non-editable) install has every package and finds the shipped model: ``pip install .`` into a fresh
+venv, then ``python -m corrector 我门`` and ``batch`` from an empty directory.
 
 To stay fast and offline the venv sees this environment's packages through a ``.pth`` line
 (numpy, onnxruntime, ... and setuptools for the build) and pip installs the project alone
 (``--no-deps --no-build-isolation``) from a copy of the sources, so no stale ``build/`` is reused.
+tests/test_wheel.py installs the built wheel with its dependencies instead, and runs the service too.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -19,7 +21,17 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "README.md", "corrector", "service", "training", "data/electra_models")
 
-pytestmark = pytest.mark.slow
+
+
+def test_every_package_directory_is_listed_in_pyproject():
+    tomllib = pytest.importorskip("tomllib")
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    on_disk = {".".join(init.parent.relative_to(REPO).parts)
+               for top in ("corrector", "service", "training") for init in (REPO / top).rglob("__init__.py")}
+    assert "corrector.batch" in on_disk
+    assert on_disk <= listed, f"not in pyproject.toml's packages: {sorted(on_disk - listed)}"
+    assert setuptools["package-dir"] == {"corrector_models": "data/electra_models"} and "corrector_models" in listed
 
 
 def venv_python(venv: Path) -> Path:
@@ -49,6 +61,7 @@ def installed(tmp_path_factory) -> Path:
     return py
 
 
+@pytest.mark.slow
 def test_plain_install_finds_the_shipped_model(installed, tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no CSC_MODEL_DIR, no PYTHONPATH
     where = subprocess.run([str(installed), "-c", "import corrector, corrector.model_path as m; "
@@ -65,6 +78,18 @@ def test_plain_install_finds_the_shipped_model(installed, tmp_path):
     assert done.stdout == "我们一起去吃饭吧。\n"
 
 
+@pytest.mark.slow
+def test_plain_install_runs_batch(installed, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    (tmp_path / "x.txt").write_text("我门一起去吃饭吧。\n", encoding="utf-8")
+    done = subprocess.run([str(installed), "-m", "corrector", "batch", "--input", "x.txt", "--output", "out/"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (row,) = [json.loads(line) for line in (tmp_path / "out" / "part-00000.jsonl").read_text().splitlines()]
+    assert row["target"] == "我们一起去吃饭吧。"
+
+
+@pytest.mark.slow
 def test_the_wheel_names_the_right_onnxruntime_per_platform(installed, tmp_path):
     from packaging.requirements import Requirement
 

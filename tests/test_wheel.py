@@ -1,0 +1,159 @@
+"""Every documented command works from a built wheel.
+
+The wheel is built from a copy of the sources (``pip wheel --no-deps``), installed (not editable) with its
+dependencies into a fresh virtual environment, and run as a user runs it, from an empty directory with no
+``PYTHONPATH``: the CLI, ``batch`` on a small file, ``python -m service`` without the ``service`` extra (one line
+naming it) and, once the extra is installed, the service itself: ``/ready`` and ``POST /correct`` over HTTP.
+
+pip reads its usual configuration (index, find-links, cache), so the dependencies come from wherever this
+machine installs packages from. Slow: a minute or two, most of it installing the dependencies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "README.md", "corrector", "service", "training", "data/electra_models")
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+TYPO, FIXED = "我门一起去吃饭吧。", "我们一起去吃饭吧。"
+
+pytestmark = pytest.mark.slow
+
+
+def pip(python: Path | str, *args: str, timeout: int = 900) -> None:
+    done = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", *args],
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    for rel in SOURCES:
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / rel).is_dir():
+            shutil.copytree(REPO / rel, src / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(REPO / rel, src / rel)
+    pip(sys.executable, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(src))
+    (built,) = (tmp / "dist").glob("electra_csc-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    """A fresh venv (nothing of this environment's packages) with the wheel and its dependencies installed."""
+    root = tmp_path_factory.mktemp("venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=300)
+    python = root / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    pip(python, "install", "-q", str(wheel))
+    return python
+
+
+@pytest.fixture
+def user(tmp_path, venv) -> dict:
+    """How a user runs it: an empty directory, the venv's scripts first on PATH, no PYTHONPATH."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": f"{venv.parent}{os.pathsep}/usr/bin{os.pathsep}/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+    return {"cwd": tmp_path, "env": env}
+
+
+def run(user: dict, *args: str | Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*map(str, args)], capture_output=True, text=True, timeout=timeout, **user)
+
+
+def test_the_cli_and_batch_from_the_installed_wheel(venv, user):
+    where = run(user, venv, "-c", "import corrector, corrector.batch; print(corrector.__file__)")
+    assert where.returncode == 0, where.stderr
+    assert where.stdout.startswith(str(venv.parent.parent)), where.stdout  # the installed copy, not the checkout
+
+    done = run(user, venv, "-m", "corrector", TYPO)
+    assert (done.returncode, done.stdout, done.stderr) == (0, FIXED + "\n", "")
+    script = run(user, venv.parent / "electra-csc", "--json", "今天天汽很好")
+    assert script.returncode == 0, script.stderr
+    assert json.loads(script.stdout)["target"] == "今天天气很好"
+    version = run(user, venv, "-m", "corrector", "--version")
+    assert version.stdout.startswith("electra-csc ") and version.returncode == 0
+
+    (user["cwd"] / "x.txt").write_text(f"{TYPO}\n今天天汽很好\n\n", encoding="utf-8")
+    batch = run(user, venv, "-m", "corrector", "batch", "--input", "x.txt", "--output", "out/")
+    assert batch.returncode == 0, batch.stderr
+    assert batch.stdout.startswith("3 lines in, 3 corrected (2 changed), 0 errors;"), batch.stdout
+    rows = [json.loads(line) for line in (user["cwd"] / "out" / "part-00000.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["target"]) for r in rows] == [(1, FIXED), (2, "今天天气很好"), (3, "")]
+
+
+def test_the_service_names_its_extra_then_serves_once_it_is_installed(wheel, venv, user):
+    missing = run(user, venv, "-m", "service")
+    assert missing.returncode != 0 and missing.stdout == ""
+    assert missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr, missing.stderr
+    assert missing.stderr.startswith("error: the service needs the 'service' extra")
+    assert "pip install 'electra-csc[service]'" in missing.stderr
+
+    pip(venv, "install", "-q", f"{wheel}[service]")
+    port = free_port()
+    log = user["cwd"] / "service.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(venv), "-m", "service", "--host", "127.0.0.1", "--port", str(port)],
+                                stdout=out, stderr=subprocess.STDOUT, **user)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        ready = wait_ready(proc, base, log)
+        assert ready["status"] == "ready" and ready["model"] == "default"
+        status, body = post(f"{base}/correct", {"text": TYPO})
+        assert status == 200, body
+        (result,) = json.loads(body)["results"]
+        assert result["target"] == FIXED and [e["target"] for e in result["edits"]] == ["们"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code in (0, -signal.SIGTERM), log.read_text()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(proc: subprocess.Popen, base: str, log: Path, timeout: float = 180) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the service exited with {proc.returncode}:\n{log.read_text()}"
+        try:
+            with DIRECT.open(f"{base}/ready", timeout=5) as r:
+                if r.status == 200:
+                    return json.loads(r.read())
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"the service was not ready after {timeout:g} s:\n{log.read_text()}")
+
+
+def post(url: str, body: object) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with DIRECT.open(req, timeout=60) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
