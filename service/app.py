@@ -1,5 +1,6 @@
 """``create_app()``: the FastAPI application. The lifespan loads one ``Corrector`` (from settings, never
-from a request), starts the runner (micro-batcher or one call per request) and stops both on shutdown.
+from a request), measures its speed for admission (unless ``cost_chars_per_s`` is set), starts the runner
+(micro-batcher or one call per request) and stops both on shutdown.
 
     uvicorn --factory service.app:create_app        # settings from CSC_* environment variables
 """
@@ -18,10 +19,21 @@ from starlette.routing import Mount, Route
 
 from corrector import CorrectorError
 
+from .access import AccessMiddleware, RateLimiter
 from .batching import DirectRunner, MicroBatcher, Runner, SupportsCorrectBatch
+from .cost import measure_rate
 from .errors import BodyGuardMiddleware, JSONResponse, ShutdownGuardMiddleware, install_error_handlers
 from .metrics import Metrics, MetricsMiddleware
-from .routes import JSON_ROUTES, STATIC_DIR, correct_router, demo_router, ops_router
+from .request_id import RequestIdMiddleware
+from .routes import (
+    JSON_ROUTES,
+    KEYED_PATHS,
+    LIMITED_ROUTES,
+    STATIC_DIR,
+    correct_router,
+    demo_router,
+    ops_router,
+)
 from .settings import ServiceSettings
 
 log = logging.getLogger("service")
@@ -32,23 +44,39 @@ class ModelLoadError(RuntimeError):
 
 
 def load_corrector(settings: ServiceSettings) -> SupportsCorrectBatch:
+    """The corrector, loaded and run once; any failure (a missing or corrupt file, a device that is not
+    there) is a ModelLoadError with a one-line message."""
     from corrector import Corrector
 
     try:
         fixer = Corrector.load(settings.model_dir, device=settings.device, threads=settings.threads,
                                precision=settings.precision,
                                **settings.corrector_settings)
+        fixer.correct_batch(["今天天气很好。"])  # jieba's dictionary and the word-pair index load on first use: before /ready
     except CorrectorError as e:
         raise ModelLoadError(f"cannot load the model: {e}") from None
-    fixer.correct_batch(["今天天气很好。"])  # jieba's dictionary and the word-pair index load on first use: before /ready
+    except Exception as e:  # ONNX Runtime's own errors: a corrupt graph, a missing CUDA library, ...
+        lines = str(e).strip().splitlines() or [type(e).__name__]
+        raise ModelLoadError(f"cannot load the model: {type(e).__name__}: {lines[0][:300]}") from None
     return fixer
 
 
-def make_runner(corrector: SupportsCorrectBatch, settings: ServiceSettings, metrics: Metrics) -> Runner:
+def model_speed(corrector: SupportsCorrectBatch, settings: ServiceSettings) -> float:
+    """Cost characters per second: ``cost_chars_per_s`` when set, else measured now."""
+    if settings.cost_chars_per_s is not None:
+        return settings.cost_chars_per_s
+    try:
+        return measure_rate(lambda texts: corrector.correct_batch(texts))
+    except Exception as e:
+        lines = str(e).strip().splitlines() or [type(e).__name__]
+        raise ModelLoadError(f"cannot run the model: {type(e).__name__}: {lines[0][:300]}") from None
+
+
+def make_runner(corrector: SupportsCorrectBatch, settings: ServiceSettings, metrics: Metrics, rate: float) -> Runner:
     kind = MicroBatcher if settings.batching else DirectRunner
     return kind(corrector, max_batch_size=settings.max_batch_size, max_batch_chars=settings.max_batch_chars,
                 max_wait_ms=settings.max_wait_ms, max_concurrent=settings.max_concurrent_batches,
-                on_batch=metrics.observe_batch)
+                on_batch=metrics.observe_batch, rate=rate, share=settings.admission_share)
 
 
 def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCorrectBatch | None = None) -> FastAPI:
@@ -60,16 +88,19 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         fixer = corrector if corrector is not None else await asyncio.to_thread(load_corrector, settings)
-        runner = make_runner(fixer, settings, metrics)
+        rate = await asyncio.to_thread(model_speed, fixer, settings)
+        metrics.cost_rate.set(rate)
+        runner = make_runner(fixer, settings, metrics, rate)
         await runner.start()
         networks = getattr(fixer, "networks", None)
         provider = str(getattr(networks, "provider", "unknown"))
         precision = str(getattr(networks, "precision", "unknown"))
         metrics.model_info.labels(fixer.name, fixer.version, provider, precision).set(1)
         app.state.corrector, app.state.runner = fixer, runner
-        log.info("model %s (%s) on %s (%s graphs); micro-batching %s", fixer.name, fixer.version, provider, precision,
+        log.info("model %s (%s) on %s (%s graphs); micro-batching %s; %s cost characters per second (%s)",
+                 fixer.name, fixer.version, provider, precision,
                  f"on (max {settings.max_batch_size} texts, {settings.max_wait_ms:g} ms)" if settings.batching
-                 else "off")
+                 else "off", f"{rate:,.0f}", "set" if settings.cost_chars_per_s is not None else "measured")
         try:
             yield
         finally:
@@ -94,12 +125,28 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
     app.include_router(ops_router)
     app.include_router(demo_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES)
+    # the first added runs innermost: request ID, metrics, shutdown guard, access, body guard, app
+    app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES,
+                       timeout=settings.body_timeout_s)
+    limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst) if settings.rate_limit_per_s else None
+    app.add_middleware(AccessMiddleware, keys=settings.keys(), protected=KEYED_PATHS, limiter=limiter,
+                       limited=LIMITED_ROUTES)
     app.add_middleware(ShutdownGuardMiddleware)
-    known = frozenset(r.path for r in app.routes if isinstance(r, Route))
-    mounts = tuple(r.path for r in app.routes if isinstance(r, Mount))
-    app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known, mounts=mounts)  # outermost: sees all
+    app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known_paths(app), mounts=mount_paths(app))
+    app.add_middleware(RequestIdMiddleware, access_log=settings.access_log)  # outermost: every log line has the ID
     return app
+
+
+def known_paths(app: FastAPI) -> frozenset[str]:
+    """Every route's path template, for the metrics' labels of requests answered before routing (413, 415).
+    The routers' own lists: ``app.routes`` holds included-router objects in recent FastAPI versions."""
+    routers = (correct_router, ops_router, demo_router)
+    return frozenset(r.path for router in routers for r in router.routes if isinstance(r, Route)) \
+        | frozenset(r.path for r in app.routes if isinstance(r, Route))
+
+
+def mount_paths(app: FastAPI) -> tuple[str, ...]:
+    return tuple(r.path for r in app.routes if isinstance(r, Mount))
 
 
 def _package_version() -> str:

@@ -1,17 +1,28 @@
 """Running ``correct_batch`` off the event loop, fairly: no request can hold the model for long.
 
-Every request is a list of texts; a text longer than ``max_batch_chars`` is cut into pieces at places
-that change no decision (``service/splitting.py``) and put back together afterwards. The scheduler hands
-the model *units* of work: at most ``max_batch_size`` texts (pieces) and ``max_batch_chars`` characters (a
-piece that could not be cut shorter goes alone), taken round-robin from the waiting requests, the
-least-served request first. A maximal request therefore
-runs as many small model calls, and a small request that arrives meanwhile waits for at most the unit
-in progress, not for the whole big request. A request whose caller has gone (timed out, disconnected)
-gets no further units: work that is cancelled is never started.
+Every request is a list of texts; a text is cut into pieces (``service/splitting.py``) that change no
+decision and put back together afterwards. The scheduler hands the model *units* of work: at most
+``max_batch_size`` pieces and ``max_batch_chars`` *cost characters* (characters times the request's
+``cost_factor``: dearer settings make smaller units; a piece that could not be cut shorter goes alone).
 
-``MicroBatcher`` also gathers concurrent requests with equal options into shared units, waiting up to
-``max_wait_ms`` for company; ``DirectRunner`` never mixes requests (each unit holds one request's texts).
-Requests with different decoding settings are never mixed in one call.
+The policy, for any mix of requests:
+
+* A request that has not had a unit yet is *fresh*; fresh requests are served first come, first served,
+  and ``MicroBatcher`` gathers fresh requests with equal options into one unit (waiting up to
+  ``max_wait_ms`` for company).
+* A request that has had a unit and has pieces left is *being served*; those take turns, one unit each,
+  round-robin.
+* Fresh requests go first, but never twice in a row while a request being served waits: a fresh request
+  waits for at most one unit of the requests being served, and the requests being served get at least
+  every other unit however many new requests keep arriving.
+
+So a small request (one unit) sent while any legal request runs waits for the unit in progress, at most
+one unit of the long requests, and the fresh requests ahead of it that could not share its unit. A request
+whose caller has gone (timed out, disconnected) gets no further units: work that is cancelled is never
+started. ``service/cost.py`` decides beforehand whether a request can finish within its timeout.
+
+``DirectRunner`` never mixes requests (each unit holds one request's pieces). Requests with different
+decoding settings are never mixed in one call.
 """
 
 from __future__ import annotations
@@ -20,15 +31,18 @@ import asyncio
 import copy
 import inspect
 import logging
+import math
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from corrector import Correction, CorrectorError
+from corrector import Correction, CorrectorError, Edit
 
+from .cost import Admission, admit, cost_factor
 from .schemas import CorrectOptions
-from .splitting import piece_spans
+from .splitting import Piece, pieces
 
 log = logging.getLogger(__name__)
 
@@ -77,51 +91,96 @@ class ServiceClosing(Exception):
     """Raised to requests that arrive after shutdown began."""
 
 
+class Refused(Exception):
+    """A request refused before any work: it cannot finish within its timeout at the measured rate, alone
+    (``busy`` False: too costly for this server) or beside the work already admitted (``busy`` True)."""
+
+    def __init__(self, admission: Admission, cost: float, timeout: float, rate: float, share: float):
+        self.admission, self.cost, self.timeout, self.rate, self.share = admission, cost, timeout, rate, share
+        self.busy = admission.alone_s <= timeout
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        budget = self.timeout * self.share
+        need = f"{self.cost:,.0f} cost characters (characters x the settings' cost factor)"
+        if self.busy:
+            return (f"the service is busy: this request needs {need}, and beside the work already admitted it "
+                    f"could not finish within the {self.timeout:g} s timeout; retry later")
+        return (f"this request needs {need}, about {self.cost / self.rate:.1f} s of model time at the measured "
+                f"{self.rate:,.0f} per second; the budget is {budget:g} s ({self.share:g} of the {self.timeout:g} s "
+                f"timeout), that is {self.rate * budget:,.0f} cost characters")
+
+
 @dataclass(eq=False)
 class _Request:
-    texts: list[str]
+    texts: list[str]  # the pieces (with their context), in order
     options: CorrectOptions
+    factor: float  # cost of a character relative to the default settings
     future: asyncio.Future[list[Correction]]
     since: float  # loop time when it was queued
+    deadline: float  # loop time by which it must be answered (inf: none)
     results: list[Correction | None] = field(default_factory=list)
-    handed_out: int = 0  # texts given to units so far (in order)
+    handed_out: int = 0  # pieces given to units so far (in order)
     finished: int = 0
-    served_chars: int = 0  # characters handed out: the least-served request goes first
+    open_cost: float = 0.0  # cost of the pieces not finished yet
 
     @property
     def remaining(self) -> int:
         return len(self.texts) - self.handed_out
 
+    def cost(self, i: int) -> float:
+        return len(self.texts[i]) * self.factor
+
 
 @dataclass
 class _Unit:
     options: CorrectOptions
-    parts: list[tuple[_Request, int]] = field(default_factory=list)  # (request, index of the text)
-    chars: int = 0
+    parts: list[tuple[_Request, int]] = field(default_factory=list)  # (request, index of the piece)
+    cost: float = 0.0
 
     def texts(self) -> list[str]:
         return [r.texts[i] for r, i in self.parts]
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How a request's texts are cut, and what it costs (cost characters)."""
+
+    texts: list[str]
+    layout: list[list[Piece]]
+    factor: float
+    cost: float
+
+    def piece_texts(self) -> list[str]:
+        return [t[p.lo : p.hi] for t, ps in zip(self.texts, self.layout) for p in ps]
+
+
 class Runner:
     """Corrections in worker threads, scheduled in bounded units (see the module docstring).
 
-    ``start``/``stop`` bracket its life inside the app's lifespan.
+    ``start``/``stop`` bracket its life inside the app's lifespan. ``rate`` (cost characters per second)
+    enables admission: a request given a timeout that it cannot meet is refused before any work.
     """
 
-    gather = True  # units may hold texts of several requests
+    gather = True  # units may hold pieces of several fresh requests
 
     def __init__(self, corrector: SupportsCorrectBatch, *, max_batch_size: int = 32, max_batch_chars: int = 1000,
-                 max_wait_ms: float = 5.0, max_concurrent: int = 1, on_batch: BatchObserver | None = None):
+                 max_wait_ms: float = 5.0, max_concurrent: int = 1, on_batch: BatchObserver | None = None,
+                 rate: float | None = None, share: float = 0.5):
         self.corrector = corrector
         self.max_batch_size = max_batch_size
         self.max_batch_chars = max_batch_chars
         self.max_wait = max_wait_ms / 1000.0 if self.gather else 0.0
         self.max_concurrent = max_concurrent
         self.on_batch = on_batch
+        self.rate = rate
+        self.share = share
         self._executor: ThreadPoolExecutor | None = None
         self._closing = False
-        self._queue: list[_Request] = []  # requests with texts not yet handed out
+        self._fresh: deque[_Request] = deque()  # no unit yet, first come first served
+        self._served: deque[_Request] = deque()  # had a unit, pieces left: round-robin
+        self._owed = False  # the last unit went to fresh requests while a request being served waited
+        self._admitted: list[_Request] = []  # every request not answered yet (admission looks at their cost)
         self._wakeup = asyncio.Event()
         self._slots = asyncio.Semaphore(max_concurrent)
         self._collector: asyncio.Task[None] | None = None
@@ -145,32 +204,65 @@ class Runner:
             self._collector.cancel()
             await asyncio.gather(self._collector, return_exceptions=True)
             self._collector = None
-        for r in self._queue:
+        for r in (*self._fresh, *self._served):
             if not r.future.done():
                 r.future.set_exception(ServiceClosing("the service is shutting down"))
-        self._queue.clear()
+        self._fresh.clear()
+        self._served.clear()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)  # a call still running finishes on its own
             self._executor = None
 
-    async def correct(self, texts: list[str], options: CorrectOptions) -> list[Correction]:
-        """Corrections for ``texts`` in order. Cancelling the caller drops the units not yet started."""
+    def plan(self, texts: list[str], options: CorrectOptions) -> Plan:
+        """Cut ``texts`` into pieces of at most one unit each and price them; nothing runs."""
+        factor = cost_factor(options.as_kwargs(), getattr(self.corrector, "config", None))
+        limit = max(1, int(self.max_batch_chars / factor))
+        window, protect = self._window(), self._protected(options)
+        layout = [pieces(t, limit, window, protect) for t in texts]
+        cost = sum(p.size for ps in layout for p in ps) * factor
+        return Plan(texts, layout, factor, cost)
+
+    def admission(self, plan: Plan, timeout: float) -> Admission:
+        """Whether ``plan`` can finish within ``timeout`` seconds beside the work admitted (always yes
+        without a rate)."""
+        if self.rate is None:
+            return Admission(True, 0.0)
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        others = [(r.open_cost, r.deadline - now) for r in self._admitted if not r.future.done()]
+        return admit(plan.cost, timeout, others, self.rate, self.share)
+
+    async def correct(self, texts: list[str], options: CorrectOptions, timeout: float | None = None) -> list[Correction]:
+        """Corrections for ``texts`` in order. With ``timeout`` (seconds) and a rate, a request that could
+        not finish in time raises ``Refused`` before any work. Cancelling the caller drops the units not
+        yet started."""
         if self._closing or self._collector is None:
             raise ServiceClosing("the service is shutting down")
         if not texts:
             return []
-        layout = [piece_spans(t, self.max_batch_chars, self._chunk_chars(), self._protected(options)) for t in texts]
-        pieces = [t[s:e] for t, spans in zip(texts, layout) for s, e in spans]
+        plan = self.plan(texts, options)
+        if timeout is not None and self.rate is not None:
+            verdict = self.admission(plan, timeout)
+            if not verdict.ok:
+                raise Refused(verdict, plan.cost, timeout, self.rate, self.share)
+        pieces_ = plan.piece_texts()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[Correction]] = loop.create_future()
-        self._queue.append(_Request(pieces, options, future, loop.time(), [None] * len(pieces)))
+        now = loop.time()
+        request = _Request(pieces_, options, plan.factor, future, now, now + timeout if timeout else math.inf,
+                           [None] * len(pieces_), open_cost=plan.cost)
+        self._fresh.append(request)
+        self._admitted.append(request)
         self._wakeup.set()
-        results = await future  # a cancelled caller cancels the future; the scheduler then skips it
-        return _stitch(texts, layout, results)
+        try:
+            results = await future  # a cancelled caller cancels the future; the scheduler then skips it
+        finally:
+            self._admitted.remove(request)
+        return stitch(plan, results)
 
-    def _chunk_chars(self) -> int | None:
-        """The corrector's chunk size: pieces are cut at its chunk boundaries (None: never cut)."""
-        max_tokens = getattr(self.corrector, "max_tokens", None)  # Corrector: chunks of max_tokens - 2 characters
+    def _window(self) -> int | None:
+        """The model's window in characters (the corrector cuts chunks of max_tokens - 2); None: never cut."""
+        max_tokens = getattr(self.corrector, "max_tokens", None)
         return max_tokens - 2 if isinstance(max_tokens, int) and max_tokens > 2 else None
 
     def _protected(self, options: CorrectOptions) -> tuple[str, ...]:
@@ -179,30 +271,37 @@ class Runner:
 
     # ---- inside the event loop -------------------------------------------------------------------
 
-    def _live(self) -> list[_Request]:
-        """Drop requests whose caller is gone or that have nothing left to hand out."""
-        self._queue = [r for r in self._queue if not r.future.done() and r.remaining]
-        return self._queue
+    def _live(self) -> bool:
+        """Drop requests whose caller is gone or that have nothing left to hand out; is any left?"""
+        for queue in (self._fresh, self._served):
+            if any(r.future.done() or not r.remaining for r in queue):
+                kept = [r for r in queue if not r.future.done() and r.remaining]
+                queue.clear()
+                queue.extend(kept)
+        return bool(self._fresh or self._served)
+
+    def _fresh_next(self) -> bool:
+        return bool(self._fresh) and (not self._served or not self._owed)
 
     async def _collect(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await self._slots.acquire()  # while every slot is busy, requests pile up in the queue
+            await self._slots.acquire()  # while every slot is busy, requests pile up in the queues
             try:
                 while not self._live():
                     self._wakeup.clear()
                     await self._wakeup.wait()
                 # a fresh request waits at most max_wait for company, counting time spent behind a busy slot
-                fresh = [r for r in self._queue if r.handed_out == 0]
-                if fresh and self.max_wait > 0:
-                    deadline = min(r.since for r in fresh) + self.max_wait
-                    while sum(r.remaining for r in self._live()) < self.max_batch_size \
+                if self.max_wait > 0 and self._fresh_next():
+                    deadline = min(r.since for r in self._fresh) + self.max_wait
+                    while sum(r.remaining for r in self._fresh) < self.max_batch_size \
                             and (remaining := deadline - loop.time()) > 0:
                         self._wakeup.clear()
                         try:
                             await asyncio.wait_for(self._wakeup.wait(), remaining)
                         except asyncio.TimeoutError:
                             break
+                        self._live()
                 unit = self._take()
             except BaseException:
                 self._slots.release()
@@ -215,30 +314,44 @@ class Runner:
             task.add_done_callback(self._running.discard)
 
     def _take(self) -> _Unit | None:
-        """The next unit: the least-served request leads; round-robin over it and the fresh requests that
-        share its options."""
-        live = sorted(self._live(), key=lambda r: (r.served_chars, r.since))
-        if not live:
+        """The next unit (see the policy in the module docstring)."""
+        if not self._live():
             return None
-        leader = live[0]
-        unit = _Unit(leader.options)
-        # company: requests with the same options that have not started yet (what micro-batching gathers);
-        # a request already being served never rides along, so a fresh small request's unit stays small
-        members = [leader] + [r for r in live[1:] if r.options == leader.options and not r.handed_out] \
-            if self.gather else [leader]
+        if self._fresh_next():
+            leader = self._fresh[0]
+            company = [r for r in self._fresh if r is not leader and r.options == leader.options] if self.gather else []
+            members = [leader, *company]
+            self._owed = bool(self._served)
+        else:
+            leader = self._served.popleft()
+            members = [leader]
+            self._owed = False
+        unit = self._fill(leader.options, members)
+        for r in members:
+            if r.handed_out and r in self._fresh:
+                self._fresh.remove(r)
+                if r.remaining:
+                    self._served.append(r)
+        if leader.remaining and leader not in self._served:
+            self._served.append(leader)
+        return unit
+
+    def _fill(self, options: CorrectOptions, members: list[_Request]) -> _Unit:
+        """Round-robin over ``members``, one piece each in turn, while the unit has room (its first piece
+        always goes in)."""
+        unit = _Unit(options)
         added = True
         while added and len(unit.parts) < self.max_batch_size:
             added = False
             for r in members:
                 if not r.remaining or len(unit.parts) >= self.max_batch_size:
                     continue
-                n = len(r.texts[r.handed_out])
-                if unit.parts and unit.chars + n > self.max_batch_chars:
+                cost = r.cost(r.handed_out)
+                if unit.parts and unit.cost + cost > self.max_batch_chars:
                     continue
                 unit.parts.append((r, r.handed_out))
-                unit.chars += n
+                unit.cost += cost
                 r.handed_out += 1
-                r.served_chars += n
                 added = True
         return unit
 
@@ -258,6 +371,7 @@ class Runner:
             for (r, i), result in zip(parts, results):
                 r.results[i] = result
                 r.finished += 1
+                r.open_cost -= r.cost(i)
                 if r.finished == len(r.texts) and not r.future.done():
                     r.future.set_result([c for c in r.results if c is not None])
         finally:
@@ -277,18 +391,23 @@ class Runner:
         return correct_with_settings(self.corrector, texts, options.as_kwargs())
 
 
-def _stitch(texts: list[str], layout: list[list[tuple[int, int]]], results: list[Correction]) -> list[Correction]:
-    """One Correction per text from the corrections of its pieces (edit positions shifted back)."""
+def stitch(plan: Plan, results: list[Correction]) -> list[Correction]:
+    """One Correction per text from the corrections of its pieces: each piece's core kept, edit positions
+    shifted back."""
     out: list[Correction] = []
     k = 0
-    for text, spans in zip(texts, layout):
-        parts = results[k : k + len(spans)]
-        k += len(spans)
-        if len(parts) == 1:
+    for text, layout in zip(plan.texts, plan.layout):
+        parts = results[k : k + len(layout)]
+        k += len(layout)
+        if len(parts) == 1 and layout[0] == Piece(0, len(text), 0, len(text)):
             out.append(parts[0])
             continue
-        edits = [replace(e, position=e.position + start) for (start, _), c in zip(spans, parts) for e in c.edits]
-        out.append(Correction(text, "".join(c.target for c in parts), edits))
+        target: list[str] = []
+        edits: list[Edit] = []
+        for p, c in zip(layout, parts):
+            target.append(c.target[p.start - p.lo : p.end - p.lo])
+            edits += [replace(e, position=e.position + p.lo) for e in c.edits if p.start <= e.position + p.lo < p.end]
+        out.append(Correction(text, "".join(target), edits))
     return out
 
 

@@ -4,18 +4,24 @@
     CSC_MODEL_DIR=... CSC_MAX_BATCH_SIZE=64 python -m service          # every flag has a CSC_* variable
 
 Flags win over environment variables, which win over the defaults in ``service/settings.py``.
-SIGTERM or Ctrl-C shut down gracefully: no new connections, requests in flight finish (up to
---shutdown-timeout seconds), queued batches drain, then the process exits.
+Before anything heavy, the port is checked; then the model is loaded and its speed measured; any failure
+is one line on stderr and exit code 2. SIGTERM or Ctrl-C shut down gracefully: no new connections,
+requests in flight finish (up to --shutdown-timeout seconds), queued batches drain, then the process exits.
+See docs/service.md for every setting.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import ipaddress
 import json
+import logging
+import logging.config
 import os
+import socket
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -25,7 +31,9 @@ from .settings import ENV_PREFIX, ServiceSettings
 
 # flag destination -> settings field, for the flags whose names differ
 FIELD_OF = {"model": "model_dir", "no_batching": "batching", "request_timeout": "request_timeout_s",
-            "shutdown_timeout": "shutdown_timeout_s"}
+            "shutdown_timeout": "shutdown_timeout_s", "header_timeout": "header_timeout_s",
+            "body_timeout": "body_timeout_s", "keep_alive": "keep_alive_s"}
+log = logging.getLogger("service")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +74,23 @@ def build_parser() -> argparse.ArgumentParser:
     lim.add_argument("--max-texts", type=int, metavar="N", help="texts per request (default 64)")
     lim.add_argument("--max-body-bytes", type=int, metavar="N", help="request body size (default 2 MiB)")
     lim.add_argument("--request-timeout", type=float, metavar="S", help="per-request time limit, then 504 (default 30)")
+    lim.add_argument("--max-top-k", type=int, metavar="N", help="largest top_k a request may ask for (default 100)")
+    lim.add_argument("--max-shortlist", type=int, metavar="N", help="largest shortlist a request may ask for (default 64)")
+    lim.add_argument("--cost-chars-per-s", type=float, metavar="R",
+                     help="model speed for admission, in characters per second at the default settings "
+                          "(default: measured at start-up)")
+    lim.add_argument("--admission-share", type=float, metavar="F",
+                     help="share of that speed a request is sure to get; a request needing more than F x the "
+                          "timeout is refused with 413 (default 0.5)")
+    c = ap.add_argument_group("connections")
+    c.add_argument("--max-connections", type=int, metavar="N", help="open connections; more get a 503 (default 256)")
+    c.add_argument("--header-timeout", type=float, metavar="S", help="time to send the request headers (default 10)")
+    c.add_argument("--body-timeout", type=float, metavar="S", help="time to send the request body, then 408 (default 30)")
+    c.add_argument("--keep-alive", type=float, metavar="S", help="idle keep-alive connections close after this (default 5)")
+    e = ap.add_argument_group("exposed deployments (off by default; keys themselves only in $CSC_API_KEYS or a file)")
+    e.add_argument("--api-keys-file", metavar="FILE", help="one API key per line; /correct and /metrics then need one")
+    e.add_argument("--rate-limit-per-s", type=float, metavar="R", help="/correct requests per second per client (0 = off)")
+    e.add_argument("--rate-limit-burst", type=int, metavar="N", help="requests a client may send at once (default 20)")
     return ap
 
 
@@ -108,13 +133,44 @@ def export_to_env(settings: ServiceSettings) -> None:
 
 
 def log_config(level: str) -> dict[str, Any]:
-    """uvicorn's logging setup plus our loggers, so every worker process logs the same way."""
+    """uvicorn's logging setup plus our loggers, so every worker process logs the same way; a line written
+    while handling a request ends with its ID (``service/request_id.py``)."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["request_id"] = {"()": "service.request_id.RequestIdFilter"}
+    config["formatters"]["default"]["fmt"] = "%(levelprefix)s %(message)s%(request_tag)s"
+    config["handlers"]["default"]["filters"] = ["request_id"]
+    config["handlers"]["service_access"] = {**config["handlers"]["access"], "formatter": "default",
+                                            "filters": ["request_id"]}  # stdout, as uvicorn's access lines
     for name in ("service", "corrector"):
         config["loggers"][name] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    config["loggers"]["service.access"] = {"handlers": ["service_access"], "level": "INFO", "propagate": False}
     return config
+
+
+def fail(message: str) -> NoReturn:
+    sys.stderr.write(f"error: {message}\n")
+    sys.exit(2)
+
+
+def check_port(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (None: it can), checked the way uvicorn binds it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as e:
+        return f"cannot listen on {host}:{port}: {e.strerror or e}"
+    return None
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -122,38 +178,52 @@ def main(argv: list[str] | None = None) -> None:
     try:
         settings = settings_from_args(args)
     except ValidationError as e:
-        sys.stderr.write(f"error: {settings_error(e)}\n")
-        sys.exit(2)
+        fail(settings_error(e))
     except ValueError as e:
-        sys.stderr.write(f"error: invalid settings: {str(e).splitlines()[0]}\n")
-        sys.exit(2)
+        fail(f"invalid settings: {str(e).splitlines()[0]}")
+    try:
+        keys = settings.keys()
+    except OSError as e:
+        fail(f"invalid settings: --api-keys-file (CSC_API_KEYS_FILE): {e.strerror or e}: {settings.api_keys_file}")
+    if (problem := check_port(settings.host, settings.port)) is not None:  # before the model: seconds earlier
+        fail(problem)
     from corrector.bundle import Bundle
     from corrector.config import CorrectorConfig
     from corrector.model_path import default_model_path
     from corrector.types import CorrectorError
 
-    try:  # fail fast with one line, before uvicorn starts and logs a lifespan traceback
+    try:  # fail fast with one line, before uvicorn starts
         bundle = Bundle.load(settings.model_dir or default_model_path())
     except CorrectorError as e:
-        sys.stderr.write(f"error: {e}\n")
-        sys.exit(2)
+        fail(str(e))
     try:  # the settings together with the bundle's defaults, as the corrector will check them
         CorrectorConfig.from_dict({**bundle.corrector_defaults, **settings.corrector_settings})
     except (TypeError, ValueError) as e:
-        sys.stderr.write(f"error: invalid settings: --corrector-settings: {e}\n")
-        sys.exit(2)
+        fail(f"invalid settings: --corrector-settings: {e}")
     import uvicorn
 
+    from .app import ModelLoadError, create_app, load_corrector, model_speed
+    from .protocol import GuardedH11Protocol, protocol_for
+
+    logging.config.dictConfig(log_config(settings.log_level))
+    try:  # the model, loaded and timed here: a corrupt graph or a missing GPU is one line, not a traceback
+        corrector = load_corrector(settings)
+        settings = settings.model_copy(update={"cost_chars_per_s": model_speed(corrector, settings)})
+    except ModelLoadError as e:
+        fail(str(e))
+    if not keys and not is_loopback(settings.host):
+        log.warning("listening on %s without API keys: anyone who can reach this port can use the service "
+                    "(see docs/service.md, 'Exposed deployments')", settings.host)
     common: dict[str, Any] = {
         "host": settings.host, "port": settings.port, "log_level": settings.log_level,
-        "log_config": log_config(settings.log_level),
-        "access_log": settings.access_log, "timeout_graceful_shutdown": max(1, round(settings.shutdown_timeout_s)),
-        "proxy_headers": False, "server_header": False,
+        "log_config": log_config(settings.log_level), "access_log": False,  # service.access writes it, with the ID
+        "timeout_graceful_shutdown": max(1, round(settings.shutdown_timeout_s)),
+        "timeout_keep_alive": settings.keep_alive_s, "proxy_headers": False, "server_header": False,
     }
     if settings.workers > 1:
+        del corrector  # each worker loads its own; the measured speed travels in CSC_COST_CHARS_PER_S
         export_to_env(settings)
-        uvicorn.run("service.app:create_app", factory=True, workers=settings.workers, **common)
+        uvicorn.run("service.app:create_app", factory=True, workers=settings.workers, http=GuardedH11Protocol,
+                    **common)
     else:
-        from .app import create_app
-
-        uvicorn.run(create_app(settings), **common)
+        uvicorn.run(create_app(settings, corrector=corrector), http=protocol_for(settings), **common)

@@ -1,8 +1,8 @@
 """Every error is a JSON body ``{"detail": ...}``; client input never produces a 500.
 
-Also the request-body guard (Content-Type and size, before any parsing), the shutdown guard (JSON 503,
-not uvicorn's plain 500), and a JSON response that can carry any Python string (a lone surrogate sent as
-``"\\ud800"`` comes back escaped instead of failing to encode).
+Also the request-body guard (Content-Type, size, read time and duplicate JSON keys, before the app parses
+anything), the shutdown guard (JSON 503, not uvicorn's plain 500), and a JSON response that can carry any
+Python string (a lone surrogate sent as ``"\\ud800"`` comes back escaped instead of failing to encode).
 """
 
 from __future__ import annotations
@@ -44,9 +44,16 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     # loc, msg and type only: echoing the input back could return megabytes, or objects JSON cannot hold
-    errors = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+    errors = [{"loc": list(e.get("loc", ())), "msg": _message(e), "type": str(e.get("type", ""))}
               for e in exc.errors()]
     return error_response(422, jsonable_encoder(errors))
+
+
+def _message(error: dict[str, Any]) -> str:
+    """The error's message; for JSON that does not parse, with the parser's reason ("Expecting value")."""
+    msg = str(error.get("msg", ""))
+    reason = (error.get("ctx") or {}).get("error")
+    return f"{msg}: {reason}" if error.get("type") == "json_invalid" and isinstance(reason, str) else msg
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
@@ -65,20 +72,35 @@ DRAIN_SECONDS = 10.0  # ... for at most this long, so that the client reads its 
 JSON_TYPES = ("application/json",)
 
 
-class BodyGuardMiddleware:
-    """The request body, before the app sees it: 415 when a JSON route gets another Content-Type, 413 over
-    ``max_bytes``, both as JSON and without parsing anything.
+async def refuse(scope: Scope, receive: Receive, send: Send, status: int, detail: Any, *, drain: bool,
+                 read: int = 0, headers: dict[str, str] | None = None) -> None:
+    """Answer ``status`` before the app sees the request, and close the connection.
 
     A server that answers while the client is still sending and then closes makes the kernel reset the
-    connection, and the client loses the answer. So an over-limit or unwanted body is first read and
-    discarded (up to DRAIN_BYTES / DRAIN_SECONDS), as mature servers do; only a body announced larger
-    than that, or one sent with ``Expect: 100-continue`` (the client waits for us), is answered at once.
+    connection, and the client loses the answer. So with ``drain`` the rest of the body is first read and
+    discarded (up to DRAIN_BYTES / DRAIN_SECONDS), as mature servers do."""
+    if drain:
+        await _discard_body(receive, read)
+    await error_response(status, detail, headers={**(headers or {}), "Connection": "close"})(scope, receive, send)
+
+
+class BodyGuardMiddleware:
+    """The request body, before the app sees it, all answered as JSON without parsing anything first:
+    415 when a JSON route gets another Content-Type, 413 over ``max_bytes``, 408 when the body takes longer
+    than ``timeout`` seconds to arrive, and 422 when a JSON route's body repeats a key in an object (which
+    a parser would otherwise settle silently, the last one winning).
+
+    An over-limit or unwanted body is read and discarded before the answer (see ``refuse``); only a body
+    announced larger than DRAIN_BYTES, or one sent with ``Expect: 100-continue`` (the client waits for us),
+    is answered at once.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, json_routes: frozenset[tuple[str, str]] = frozenset()) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, json_routes: frozenset[tuple[str, str]] = frozenset(),
+                 timeout: float = 30.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.json_routes = json_routes  # (method, path) pairs whose body must be JSON
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,40 +109,53 @@ class BodyGuardMiddleware:
         headers = dict(scope.get("headers", []))
         length = _content_length(headers)
         waits_for_continue = headers.get(b"expect", b"").lower() == b"100-continue"
-        if (scope["method"], scope["path"]) in self.json_routes:
+        is_json = (scope["method"], scope["path"]) in self.json_routes
+        if is_json:
             content_type = headers.get(b"content-type", b"").decode("latin-1")
             media = content_type.split(";", 1)[0].strip().lower()
             if media not in JSON_TYPES and not media.endswith("+json"):
                 got = f"got {content_type!r}" if content_type else "got none"
-                await self._refuse(scope, receive, send, 415, f"Content-Type must be application/json ({got})",
-                                   read=0, drain=not waits_for_continue)
+                await refuse(scope, receive, send, 415, f"Content-Type must be application/json ({got})",
+                             drain=not waits_for_continue)
                 return
         if length is not None and length > self.max_bytes:
-            await self._refuse(scope, receive, send, 413, self._too_large(), read=0,
-                               drain=length <= DRAIN_BYTES and not waits_for_continue)
+            await refuse(scope, receive, send, 413, self._too_large(),
+                         drain=length <= DRAIN_BYTES and not waits_for_continue)
             return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                await refuse(scope, receive, send, 408, f"the request body took longer than {self.timeout:g} s "
+                             "to arrive", drain=False)
+                return
             if message["type"] == "http.disconnect":
                 return
             body = message.get("body", b"")
             size += len(body)
             if size > self.max_bytes:
-                await self._refuse(scope, receive, send, 413, self._too_large(), read=size,
-                                   drain=message.get("more_body", False))
+                await refuse(scope, receive, send, 413, self._too_large(), read=size,
+                             drain=message.get("more_body", False))
                 return
             chunks.append(body)
             if not message.get("more_body", False):
                 break
+        whole = b"".join(chunks)
+        if is_json and (key := duplicate_key(whole)) is not None:
+            await refuse(scope, receive, send, 422, [{"loc": ["body", key], "msg": f"duplicate key {key!r} in a "
+                         "JSON object", "type": "duplicate_key"}], drain=False)
+            return
         replayed = False
 
         async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                return {"type": "http.request", "body": whole, "more_body": False}
             return await receive()
 
         await self.app(scope, replay, send)
@@ -128,11 +163,31 @@ class BodyGuardMiddleware:
     def _too_large(self) -> str:
         return f"the request body is larger than {self.max_bytes} bytes"
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, detail: str, *, read: int,
-                      drain: bool) -> None:
-        if drain:
-            await _discard_body(receive, read)
-        await error_response(status, detail, headers={"Connection": "close"})(scope, receive, send)
+
+class _Duplicate(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Duplicate(key)
+        seen[key] = value
+    return seen
+
+
+def duplicate_key(body: bytes) -> str | None:
+    """The first key repeated inside one JSON object of ``body``; None when there is none, or when the
+    body is not JSON at all (the app reports that)."""
+    try:
+        json.loads(body, object_pairs_hook=_no_duplicates)
+    except _Duplicate as d:
+        return d.key
+    except (ValueError, RecursionError):  # not JSON, not UTF-8: the app's parser answers
+        return None
+    return None
 
 
 async def _discard_body(receive: Receive, read: int) -> None:

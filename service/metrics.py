@@ -1,8 +1,10 @@
 """Prometheus metrics in a registry of the app's own (never the global one), and the ASGI middleware
-that counts every response, including those that never reach a route (413, 404)."""
+that counts every response, including those that never reach a route (413, 404), and requests whose client
+left before the answer (status 499, as nginx counts them)."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 from prometheus_client import (
@@ -17,8 +19,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-ERROR_KINDS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large",
-               415: "unsupported_media_type", 422: "validation", 500: "internal", 503: "not_ready", 504: "timeout"}
+ERROR_KINDS = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
+               408: "body_timeout", 413: "too_large", 415: "unsupported_media_type", 422: "validation",
+               429: "rate_limited", 499: "client_disconnect", 500: "internal", 503: "unavailable", 504: "timeout"}
+CLIENT_GONE = 499  # the client disconnected before the answer (nginx's code; never sent, only counted)
+STATUS_KEY = "csc.status"  # the status counted for a request, left in its ASGI scope for the access log
+
+log = logging.getLogger(__name__)
 
 
 class Metrics:
@@ -39,6 +46,9 @@ class Metrics:
         self.model_errors = Counter("csc_model_errors", "correct_batch calls that raised", registry=r)
         self.model_info = Gauge("csc_model_info", "The loaded model (value 1)", ["name", "version", "provider", "precision"],
                                 registry=r)
+        self.cost_rate = Gauge("csc_cost_chars_per_second", "Model speed admission assumes (cost characters/s)",
+                               registry=r)
+        self.refused = Counter("csc_refused", "Requests refused before any work, by reason", ["reason"], registry=r)
 
     def observe_batch(self, size: int) -> None:
         self.batch_size.observe(size)
@@ -81,7 +91,8 @@ class MetricsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500  # if the app fails before answering, the server answers 500
+        status: int | None = None
+        gone = False
         start = time.perf_counter()
 
         async def send_and_record(message: Message) -> None:
@@ -90,12 +101,23 @@ class MetricsMiddleware:
                 status = message["status"]
             await send(message)
 
+        async def receive_and_record() -> Message:
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "http.disconnect"
+            return message
+
         self.metrics.in_flight.inc()
         try:
-            await self.app(scope, receive, send_and_record)
+            await self.app(scope, receive_and_record, send_and_record)
         finally:
             self.metrics.in_flight.dec()
             route = route_label(scope, self.known_paths, self.mounts)
+            if status is None:  # no answer: the client left (e.g. in the middle of its upload), or the app failed
+                status = CLIENT_GONE if gone else 500
+                if gone:
+                    log.info("%s %s: the client disconnected before the answer", scope["method"], scope["path"])
+            scope[STATUS_KEY] = status
             m = self.metrics
             m.requests.labels(route, method_label(scope["method"]), str(status)).inc()
             m.latency.labels(route).observe(time.perf_counter() - start)

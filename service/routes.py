@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,10 @@ from fastapi.responses import FileResponse, Response
 
 from corrector import CorrectorError
 
-from .batching import ServiceClosing
+from .batching import Refused, ServiceClosing
 from .deps import CorrectorDep, MetricsDep, RunnerDep, SettingsDep
 from .errors import JSONResponse
+from .metrics import CLIENT_GONE
 from .schemas import (
     CorrectionOut,
     CorrectRequest,
@@ -32,25 +34,47 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 JSON_ROUTES = frozenset({("POST", "/correct")})  # bodies that must be application/json (else 415)
+KEYED_PATHS = frozenset({"/correct", "/metrics"})  # need an API key when keys are set
+LIMITED_ROUTES = frozenset({("POST", "/correct")})  # count against a client's rate limit when one is set
 
 correct_router = APIRouter(tags=["correction"])
 ops_router = APIRouter(tags=["operations"])
 demo_router = APIRouter(include_in_schema=False)
 
 
-@correct_router.post("/correct", response_model=CorrectResponse, responses=_errors(400, 413, 415, 422, 503, 504))
-async def correct(body: CorrectRequest, corrector: CorrectorDep, runner: RunnerDep, settings: SettingsDep,
-                  metrics: MetricsDep) -> Response:
+@correct_router.post("/correct", response_model=CorrectResponse,
+                     responses=_errors(400, 401, 408, 413, 415, 422, 429, 503, 504))
+async def correct(body: CorrectRequest, request: Request, corrector: CorrectorDep, runner: RunnerDep,
+                  settings: SettingsDep, metrics: MetricsDep) -> Response:
     """Correct one text (``text``) or several (``texts``). Every target has its source's length.
 
     Any decoding setting (``threshold``, ``max_edits``, ``protect``, ``use_lm``, ...) may be given
-    alongside; it applies to every text of the request."""
+    alongside; it applies to every text of the request. A request that could not finish within the
+    server's timeout is refused before any work: 413 when it is too large for this server at all, 503
+    (with ``Retry-After``) when the work already admitted leaves no room for it now."""
     texts = body.items()
     check_limits(texts, settings)
+    check_maxima(body, settings)
+    timeout = settings.request_timeout_s
+    work = asyncio.ensure_future(runner.correct(texts, body.options(), timeout=timeout))
+    gone = asyncio.ensure_future(_disconnected(request))
     try:
-        results = await asyncio.wait_for(runner.correct(texts, body.options()), settings.request_timeout_s)
-    except asyncio.TimeoutError:
-        raise HTTPException(504, f"the correction took longer than {settings.request_timeout_s:g} s") from None
+        done, _ = await asyncio.wait({work, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (work, gone):  # a cancelled request gets no further units
+            task.cancel()
+    if work not in done:
+        if gone in done:
+            return JSONResponse({"detail": "the client disconnected"}, status_code=CLIENT_GONE)  # counted, not sent
+        raise HTTPException(504, f"the correction took longer than {timeout:g} s")
+    try:
+        results = work.result()
+    except Refused as e:
+        metrics.refused.labels("busy" if e.busy else "cost").inc()
+        if e.busy:
+            retry = str(max(1, min(round(timeout), math.ceil(e.admission.busy_s))))
+            raise HTTPException(503, e.message(), headers={"Retry-After": retry}) from None
+        raise HTTPException(413, e.message()) from None
     except ServiceClosing:
         raise HTTPException(503, "the service is shutting down") from None
     except CorrectorError as e:
@@ -65,6 +89,12 @@ async def correct(body: CorrectRequest, corrector: CorrectorDep, runner: RunnerD
     return JSONResponse(out.model_dump())
 
 
+async def _disconnected(request: Request) -> None:
+    """Returns when the client has gone (the body is already read: the next message is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 def check_limits(texts: list[str], settings: ServiceSettings) -> None:
     """413 with a message naming the limit."""
     if len(texts) > settings.max_texts:
@@ -75,6 +105,16 @@ def check_limits(texts: list[str], settings: ServiceSettings) -> None:
     total = sum(map(len, texts))
     if total > settings.max_request_chars:
         raise HTTPException(413, f"the request has {total} characters; the limit is {settings.max_request_chars}")
+
+
+def check_maxima(body: CorrectRequest, settings: ServiceSettings) -> None:
+    """422, in the shape of the other field errors, for a cost setting above this server's maximum."""
+    errors = [{"loc": ["body", name], "msg": f"Input should be less than or equal to {limit} (this server's maximum)",
+               "type": "less_than_equal"}
+              for name, limit in (("top_k", settings.max_top_k), ("shortlist", settings.max_shortlist))
+              if (value := getattr(body, name)) is not None and value > limit]
+    if errors:
+        raise HTTPException(422, errors)
 
 
 @ops_router.get("/health", response_model=HealthResponse)

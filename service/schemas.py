@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from corrector import Correction
 
@@ -13,6 +13,21 @@ Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Char = Annotated[str, StringConstraints(min_length=1, max_length=1)]
 Pair = Annotated[list[Char], Field(min_length=2, max_length=2)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+def _whole(value: Any) -> Any:
+    """A float without a fractional part is that integer, as in JSON Schema (``5.0`` is the integer 5);
+    anything else is left for the strict integer check (``2.5``, ``"5"`` and ``true`` are not integers)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# the one rule for every integer field (bounds inside, so that the JSON Schema says minimum and maximum)
+Shortlist = Annotated[Annotated[int, Field(ge=1, le=1000)], BeforeValidator(_whole)]
+TopK = Annotated[Annotated[int, Field(ge=0, le=1000)], BeforeValidator(_whole)]
+Count = Annotated[Annotated[int, Field(ge=0, le=1_000_000)], BeforeValidator(_whole)]
+BatchSize = Annotated[Annotated[int, Field(ge=1, le=4096)], BeforeValidator(_whole)]
 
 
 def _frozen(value: Any) -> Any:
@@ -46,15 +61,16 @@ class DecodingSettings(BaseModel):
     threshold: Unit | None = Field(default=None,
                                    description="apply an edit when its probability is above this (default: the model's)")
     use_lm: bool | None = Field(default=None, description="score candidates with the bundle's character LM")
-    shortlist: int | None = Field(default=None, ge=1, le=1000, description="candidates per character fully scored")
-    top_k: int | None = Field(default=None, ge=0, le=1000, description="the generator's best characters as candidates")
-    max_edits: int | None = Field(default=None, ge=0, le=1_000_000, strict=False,  # 3.0 is a JSON Schema integer
-                                  description="most edits per sentence; 0 = no limit")
+    shortlist: Shortlist | None = Field(
+        default=None, description="candidates per character fully scored (the server may set a lower maximum)")
+    top_k: TopK | None = Field(
+        default=None, description="the generator's best characters as candidates (the server may set a lower maximum)")
+    max_edits: Count | None = Field(default=None, description="most edits per sentence; 0 = no limit")
     protect_dictionary_words: bool | None = Field(default=None,
                                                   description="never edit inside a multi-character jieba word")
-    protect_kept_words: int | None = Field(default=None, ge=0, le=1_000_000,
-                                           description="never edit inside a word the real training pairs kept as "
-                                                       "written at least this many times and never corrected; 0 = off")
+    protect_kept_words: Count | None = Field(default=None,
+                                             description="never edit inside a word the real training pairs kept as "
+                                                         "written at least this many times and never corrected; 0 = off")
     protect_foreign_names: Unit | None = Field(
         default=None, description="never edit inside a run of 3+ characters written inside dot-joined foreign names at "
         "least this share of the time in the corpus (柯林顿, 哈玛斯); 0 = off")
@@ -68,13 +84,6 @@ class DecodingSettings(BaseModel):
     confusions: list[Pair] | None = Field(default=None, max_length=1000,
                                           description='[A, B] pairs: B is always a candidate for A, e.g. [["己", "已"]]')
 
-    @field_validator("max_edits", mode="before")
-    @classmethod
-    def _a_number_not_text(cls, v: Any) -> Any:
-        if isinstance(v, (bool, str)):
-            raise ValueError("max_edits must be a whole number")
-        return v
-
     def settings(self) -> dict[str, Any]:
         """The settings given (CorrectorConfig names), as plain values."""
         return {name: getattr(self, name) for name in type(self).model_fields
@@ -84,7 +93,7 @@ class DecodingSettings(BaseModel):
 class ServerDecodingSettings(DecodingSettings):
     """``--corrector-settings``: the per-request settings plus the resource one a client may not choose."""
 
-    batch_size: int | None = Field(default=None, ge=1, le=4096, description="chunks per ONNX call")
+    batch_size: BatchSize | None = Field(default=None, description="chunks per ONNX call")
 
     def settings(self) -> dict[str, Any]:
         out = super().settings()
@@ -142,7 +151,8 @@ class EditOut(BaseModel):
     source: str = Field(description="the character found there")
     target: str = Field(description="the character it becomes")
     confidence: float = Field(ge=0.0, le=1.0)
-    reason: Literal["pinyin", "shape", "other"] = Field(description="similar sound, similar shape, or neither")
+    reason: Literal["pinyin", "shape", "other", "script"] = Field(
+        description="similar sound, similar shape, neither, or a stray traditional character in simplified text")
 
 
 class CorrectionOut(BaseModel):

@@ -43,11 +43,29 @@ class ServiceSettings(BaseSettings):
     max_texts: int = Field(default=64, ge=1)  # texts per request
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1)  # raw request body (JSON escapes make it > chars)
     request_timeout_s: float = Field(default=30.0, gt=0)  # queueing + model time for one request, then 504
+    max_top_k: int = Field(default=100, ge=0, le=1000)  # per-request top_k above this: 422
+    max_shortlist: int = Field(default=64, ge=1, le=1000)  # per-request shortlist above this: 422
+
+    # --- admission: a request that cannot finish within its timeout is refused before any work -------
+    cost_chars_per_s: float | None = Field(default=None, gt=0)  # model speed; None = measured at start-up
+    admission_share: float = Field(default=0.5, gt=0, le=1)  # share of that speed a request is sure to get
+
+    # --- connections -----------------------------------------------------------------------------
+    max_connections: int = Field(default=256, ge=1)  # open connections; more get a JSON 503 and are closed
+    header_timeout_s: float = Field(default=10.0, gt=0)  # from connecting (or the last response) to the headers
+    body_timeout_s: float = Field(default=30.0, gt=0)  # from the headers to the end of the body, then 408
+    keep_alive_s: float = Field(default=5.0, gt=0)  # an idle keep-alive connection is closed after this
+
+    # --- exposed deployments (off by default) ----------------------------------------------------
+    api_keys: str = Field(default="", repr=False)  # comma-separated keys; CSC_API_KEYS (not a flag: ps shows flags)
+    api_keys_file: Path | None = None  # one key per line; with either, /correct and /metrics need a key
+    rate_limit_per_s: float = Field(default=0.0, ge=0)  # /correct requests per second per client; 0 = off
+    rate_limit_burst: int = Field(default=20, ge=1)  # requests a client may send at once before the rate applies
 
     # --- micro-batching --------------------------------------------------------------------------
     batching: bool = True  # False = one model call per request
-    max_batch_size: int = Field(default=32, ge=1)  # texts per model call (a larger request is split)
-    max_batch_chars: int = Field(default=1000, ge=1)  # characters per model call; longer texts are cut
+    max_batch_size: int = Field(default=32, ge=1)  # pieces per model call (a larger request is split)
+    max_batch_chars: int = Field(default=1000, ge=1)  # cost characters per model call; longer texts are cut
     max_wait_ms: float = Field(default=5.0, ge=0)  # how long the first request of a batch waits for company
     max_concurrent_batches: int = Field(default=1, ge=1)  # model calls running at once, each in a worker thread
 
@@ -65,6 +83,15 @@ class ServiceSettings(BaseSettings):
             return ServerDecodingSettings.model_validate(v).settings()
         except ValidationError as e:
             raise ValueError(one_line(e)) from None
+
+    def keys(self) -> frozenset[str]:
+        """The API keys from ``api_keys`` and ``api_keys_file`` (empty: no key needed). OSError when the file
+        cannot be read."""
+        keys = {k.strip() for k in self.api_keys.split(",")}
+        if self.api_keys_file is not None:
+            text = self.api_keys_file.read_text(encoding="utf-8")
+            keys |= {line.strip() for line in text.splitlines() if not line.lstrip().startswith("#")}
+        return frozenset(k for k in keys if k)
 
 
 def one_line(error: ValidationError) -> str:

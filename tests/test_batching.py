@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from corrector import Correction, CorrectorError, Edit
-from service.batching import DirectRunner, MicroBatcher, Runner, ServiceClosing, correct_with_settings
+from service.batching import DirectRunner, MicroBatcher, Runner, ServiceClosing, correct_with_settings, stitch
 from service.schemas import CorrectOptions
 
 
@@ -93,59 +93,6 @@ def test_max_batch_chars_bounds_every_call_but_a_longer_text_goes_alone():
         [result] = asyncio.run(run_all(runner, [(texts, PLAIN)]))
         assert [c.source for c in result] == texts  # in order, though computed in several calls
         assert [t for t, _ in fake.calls] == [texts[:2], texts[2:3], texts[3:4], texts[4:]]  # handed out in order
-
-
-def test_a_small_request_is_answered_during_a_maximal_one():
-    """5 texts of 2,000 characters at 0.1 ms a character: 1 s of model time, 0.2 s a text. A small request
-    sent meanwhile waits for the unit in progress only (bound: one text, 0.2 s, plus slack), never for the
-    whole big request; the big one is still answered in full."""
-    fake = FakeCorrector(per_char=1e-4)
-    big = [chr(ord("a") + i) * 2000 for i in range(5)]
-
-    async def go(runner: Runner) -> tuple[float, float, list[Correction]]:
-        await runner.start()
-        try:
-            loop = asyncio.get_running_loop()
-            start = loop.time()
-            whole = asyncio.create_task(runner.correct(big, PLAIN))
-            await asyncio.sleep(0.1)
-            sent = loop.time()
-            [small] = await runner.correct(["small"], PLAIN)
-            assert small.target == "SMALL"
-            waited = loop.time() - sent
-            result = await whole
-            return waited, loop.time() - start, result
-        finally:
-            await runner.stop()
-
-    for runner in (MicroBatcher(fake, max_batch_chars=2000, max_wait_ms=5), DirectRunner(fake, max_batch_chars=2000)):
-        fake.calls.clear()
-        waited, total, result = asyncio.run(go(runner))
-        assert [c.target for c in result] == [t.upper() for t in big]
-        assert total >= 1.0
-        assert waited < 0.2 + 0.25, f"{type(runner).__name__}: the small request waited {waited:.2f} s"
-        assert all(sum(map(len, t)) <= 2000 for t, _ in fake.calls)
-
-
-def test_a_timed_out_request_gets_no_further_units():
-    fake = FakeCorrector(per_char=1e-4)
-    big = [chr(ord("a") + i) * 1000 for i in range(10)]  # ten units of 0.1 s
-
-    async def go() -> None:
-        runner = MicroBatcher(fake, max_batch_chars=1000, max_wait_ms=0)
-        await runner.start()
-        try:
-            with pytest.raises(asyncio.TimeoutError):
-                await asyncio.wait_for(runner.correct(big, PLAIN), 0.25)
-            await asyncio.sleep(0.5)  # time enough for the rest, were it still scheduled
-            assert (await runner.correct(["after"], PLAIN))[0].target == "AFTER"
-        finally:
-            await runner.stop()
-
-    asyncio.run(go())
-    ran = [t[0] for texts, _ in fake.calls for t in texts if t != "after"]
-    assert 1 <= len(ran) <= 4, ran  # what ran before the timeout and the unit running at it (fewer on a busy machine); never the other 6+
-    assert fake.calls[-1][0] == ["after"]
 
 
 def test_an_error_reaches_only_the_callers_of_that_call():
@@ -251,26 +198,57 @@ def test_long_texts_are_cut_without_changing_any_decision(forced_corrector):
                                     [([text], CorrectOptions.of(**settings))]))
         [want] = correct_with_settings(forced_corrector, [text], dict(settings))
         assert len(calls) > 10 and sum(calls) == len(text)
-        assert max(calls) <= 300 + 210  # a piece overflows only by a run it cannot be cut in
+        assert max(calls) <= 300  # the 210-character run too: cut at the window, with context
         assert got.to_dict() == want.to_dict() and got.edits
 
 
-def test_piece_spans_tile_the_text_and_cut_only_after_punctuation():
+def test_pieces_tile_the_text_within_the_limit_cutting_at_chunk_boundaries():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from service.splitting import CUT_AFTER, piece_spans
+    from corrector.text import sentence_chunk_spans
+    from service.splitting import CUT_AFTER, pieces
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=300, deadline=None)
     @given(text=st.text(alphabet="今天好，。！a😀", max_size=400), limit=st.integers(1, 120),
-           chunk=st.integers(1, 60), protect=st.lists(st.text(alphabet="今天，。", min_size=2, max_size=4), max_size=2))
-    def check(text: str, limit: int, chunk: int, protect: list[str]) -> None:
-        spans = piece_spans(text, limit, chunk, protect)
-        assert spans[0][0] == 0 and spans[-1][1] == len(text)
-        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
-        for start, _ in spans[1:]:
-            assert text[start - 1] in CUT_AFTER
-            for w in protect:
-                assert not any(i < start < i + len(w) for i in range(len(text)) if text.startswith(w, i))
+           window=st.integers(1, 60), protect=st.lists(st.text(alphabet="今天，。", min_size=2, max_size=4), max_size=2))
+    def check(text: str, limit: int, window: int, protect: list[str]) -> None:
+        out = pieces(text, limit, window, protect)
+        assert out[0].start == 0 and out[-1].end == len(text)
+        assert all(a.end == b.start for a, b in zip(out, out[1:]))
+        bounds = {0, *(e for _, e in sentence_chunk_spans(text, window))} if text else {0}
+        for p in out:
+            assert p.lo <= p.start < p.end <= p.hi or len(text) == 0
+            assert p.size <= max(limit, 3 * window)
+            assert {p.lo, p.start, p.end, p.hi} <= bounds  # the corrector's own chunk boundaries
+            if p.lo == p.start > 0:  # a soft cut: after punctuation, never inside a protected word
+                assert text[p.start - 1] in CUT_AFTER
+                for w in protect:
+                    assert not any(i < p.start < i + len(w) for i in range(len(text)) if text.startswith(w, i))
+            else:  # a hard cut carries one whole chunk of context before it (and after its end)
+                assert p.start == 0 or p.lo < p.start
+
+    check()
+
+
+def test_pieces_with_context_give_the_whole_texts_decisions(forced_corrector):
+    """Random texts with and without punctuation, cut small: each piece corrected on its own (context
+    dropped) and stitched gives exactly the whole text's correction, protections included."""
+    from conftest import SAMPLE
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    alphabet = SAMPLE[:40] + "，。！”a "
+    options = CorrectOptions.of(protect_dictionary_words=True, max_edits=1, protect=("天气很",))
+    runner = DirectRunner(forced_corrector, max_batch_chars=150)
+
+    @settings(max_examples=12, deadline=None)
+    @given(text=st.text(alphabet=alphabet, min_size=150, max_size=500))
+    def check(text: str) -> None:
+        plan = runner.plan([text], options)
+        results = correct_with_settings(forced_corrector, plan.piece_texts(), options.as_kwargs())
+        [got] = stitch(plan, results)
+        [want] = correct_with_settings(forced_corrector, [text], options.as_kwargs())
+        assert got.to_dict() == want.to_dict()
 
     check()

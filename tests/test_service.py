@@ -356,7 +356,7 @@ def test_timeout_is_504_json(forced_corrector):
             return forced_corrector.correct_batch(texts, **options)
 
     for batching in (True, False):
-        app = create_app(ServiceSettings(request_timeout_s=0.1, batching=batching), corrector=Slow())
+        app = create_app(ServiceSettings(request_timeout_s=0.1, batching=batching, cost_chars_per_s=1e6), corrector=Slow())
         with TestClient(app) as c:
             status, body = post(c, {"text": "今天"})
             assert status == 504 and body == {"detail": "the correction took longer than 0.1 s"}
@@ -372,11 +372,11 @@ def test_a_corrector_error_is_422_and_dependencies_can_be_overridden(client):
 
             raise CorrectorError("bad option")
 
-    app = create_app(ServiceSettings(), corrector=Broken())
+    app = create_app(ServiceSettings(cost_chars_per_s=1e6), corrector=Broken())  # a rate: it cannot be timed
     with TestClient(app) as c:
         assert post(c, {"text": "a"}) == (422, {"detail": "bad option"})
     # the dependency is overridable: /correct answers 503 when get_corrector says so
-    app2 = create_app(ServiceSettings(), corrector=Broken())
+    app2 = create_app(ServiceSettings(cost_chars_per_s=1e6), corrector=Broken())
 
     def not_loaded() -> None:
         from fastapi import HTTPException

@@ -1,0 +1,95 @@
+"""What a request costs before any of it runs, and whether it can finish within its timeout.
+
+Cost is counted in *cost characters*: characters at the model's default decoding settings. A setting that
+makes each character dearer multiplies its characters by :func:`cost_factor`. The measured rate (cost
+characters per second, ``--cost-chars-per-s`` or measured at start-up by :func:`measure_rate`) turns cost
+into seconds.
+
+Admission assumes the scheduler's guarantee (``service/batching.py``): while any request waits for its
+first unit, requests already being served still get at least every other unit, shared round-robin. A
+request is admitted when, at ``share`` of the measured rate, shared with the requests already admitted
+(processor sharing), it and every one of them still finish within their deadlines.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Relative cost of a character, measured on the default bundle (2 CPU cores, random and real text):
+# each candidate scored beyond the default shortlist costs about 1/128 of a character's default work, each
+# generator candidate beyond the default top_k about 1/400 (shortlist 1000: x7.5, with top_k 1000: x11).
+SHORTLIST_STEP = 128.0
+TOP_K_STEP = 400.0
+
+CALIBRATION_TEXT = (
+    "今天天汽很好，我们去公园散步吧。他以经知道自己错了。这件事情没有那么简单，我们需要从长计议。"
+    "中国人民银行在北京，张三和李四在上海。我想买一个精致的小礼物送给朋友。请拨打电话联系我们的客服人员。"
+    "候车室里的人很多，大家都在等待火车。未来的路还很长，我们要继续努力学习。天气预报说明天有雨，出门记得带伞。"
+)
+
+
+def cost_factor(settings: dict[str, Any], defaults: Any) -> float:
+    """Cost of a character under ``settings`` relative to the defaults (``defaults``: the corrector's
+    CorrectorConfig, or None when unknown). Never below 1: a cheaper setting is not counted as cheaper."""
+    def value(name: str, fallback: int) -> int:
+        v = settings.get(name, getattr(defaults, name, fallback))
+        return int(v) if isinstance(v, (int, float)) else fallback
+
+    base_shortlist = int(getattr(defaults, "shortlist", 8))
+    base_top_k = int(getattr(defaults, "top_k", 10))
+    extra = max(0, value("shortlist", base_shortlist) - base_shortlist) / SHORTLIST_STEP
+    extra += max(0, value("top_k", base_top_k) - base_top_k) / TOP_K_STEP
+    return 1.0 + extra
+
+
+def measure_rate(correct_batch: Callable[[list[str]], Any], chars: int = 2000) -> float:
+    """Cost characters per second of ``correct_batch`` at the default settings, from the better of two
+    runs over ``chars`` characters of ordinary text."""
+    text = (CALIBRATION_TEXT * (chars // len(CALIBRATION_TEXT) + 1))[:chars]
+    best = math.inf
+    for _ in range(2):
+        t0 = time.perf_counter()
+        correct_batch([text])
+        best = min(best, time.perf_counter() - t0)
+    return chars / max(best, 1e-6)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The answer for one request: admitted, or why not."""
+
+    ok: bool
+    alone_s: float  # the request's own time at the shared rate
+    busy_s: float = 0.0  # when refused for load: about how long the work already admitted holds it back
+
+
+def shared_finish_times(costs: Sequence[float]) -> list[float]:
+    """Finish times (in cost units) of jobs of these remaining costs served together by processor sharing,
+    in the order given: with costs sorted c1 <= c2 <= ..., job k finishes at c1 + ... + c(k-1) + (n-k+1) ck."""
+    order = sorted(range(len(costs)), key=lambda i: costs[i])
+    out = [0.0] * len(costs)
+    done = 0.0
+    for rank, i in enumerate(order):
+        out[i] = done + (len(costs) - rank) * costs[i]
+        done += costs[i]
+    return out
+
+
+def admit(cost: float, due_in: float, others: Sequence[tuple[float, float]], rate: float, share: float) -> Admission:
+    """May a request of ``cost`` cost characters, due in ``due_in`` seconds, join ``others`` ((remaining
+    cost, seconds to its deadline) of each admitted request still running)? Refused when it could not finish
+    in time even alone, or when it, or a request that would otherwise finish in time, would finish late."""
+    speed = rate * share
+    alone = cost / speed
+    if alone > due_in:
+        return Admission(False, alone)
+    before = shared_finish_times([c for c, _ in others])
+    after = shared_finish_times([c for c, _ in others] + [cost])
+    harmed = any(a / speed > d >= b / speed for a, b, (_, d) in zip(after, before, others))
+    if harmed or after[-1] / speed > due_in:
+        return Admission(False, alone, sum(min(c, cost) for c, _ in others) / speed)
+    return Admission(True, alone)

@@ -1,0 +1,172 @@
+"""The HTTP/1.1 connection layer: uvicorn's h11 protocol with what a server facing unknown clients needs.
+
+* **Header timeout.** From the moment a connection opens, or its previous response ends, the next request's
+  headers must be complete within ``header_timeout_s``; a client that trickles them slowly gets a JSON 408
+  and the connection is closed (uvicorn's keep-alive timeout only covers a connection that sends nothing).
+* **Connection cap.** Beyond ``max_connections`` open connections, a new connection's request is answered
+  with a JSON 503 (``Retry-After: 1``) and the connection is closed.
+* **Protocol errors as JSON.** A request h11 cannot parse gets ``{"detail": "invalid HTTP request: ..."}``
+  (400, or 431 for oversized headers) instead of uvicorn's plain text.
+* **Ambiguous framing refused.** A request with both Content-Length and Transfer-Encoding is a 400 and the
+  connection is closed (RFC 9112 6.1: the way request smuggling starts).
+
+The body's own read timeout is ``BodyGuardMiddleware``'s (``body_timeout_s``). ``python -m service`` always
+runs this protocol (``http=protocol_for(settings)``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import h11
+from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
+
+from .settings import ServiceSettings
+
+MAX_REASON = 200  # characters of h11's reason kept in the answer
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    header_timeout_s: float
+    max_connections: int
+
+    @classmethod
+    def of(cls, settings: ServiceSettings) -> ConnectionLimits:
+        return cls(settings.header_timeout_s, settings.max_connections)
+
+
+@cache
+def _limits_from_environment() -> ConnectionLimits:
+    return ConnectionLimits.of(ServiceSettings())
+
+
+def raw_response(status: int, reason: str, detail: str, extra: bytes = b"") -> bytes:
+    """A complete HTTP/1.1 JSON error response that closes the connection."""
+    body = json.dumps({"detail": detail}, ensure_ascii=True).encode("ascii")
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            "connection: close\r\n").encode("ascii") + extra + b"\r\n" + body
+
+
+class _Connection(h11.Connection):
+    """h11's connection that also refuses ambiguous framing and remembers why it refused a request."""
+
+    error: str = ""
+    error_status: int = 400
+    on_request: Any = None  # called when a request's headers are complete
+
+    def next_event(self) -> Any:
+        try:
+            event = super().next_event()
+        except h11.RemoteProtocolError as e:
+            self.error, self.error_status = str(e), e.error_status_hint
+            raise
+        if isinstance(event, h11.Request):
+            names = {name for name, _ in event.headers}
+            if b"content-length" in names and b"transfer-encoding" in names:
+                self.error, self.error_status = "a request may not carry both Content-Length and Transfer-Encoding", 400
+                raise h11.RemoteProtocolError(self.error, 400)
+            if self.on_request is not None:
+                self.on_request()
+        return event
+
+
+async def _busy(scope: Any, receive: Any, send: Any) -> None:
+    """The answer to every request on a connection over the cap."""
+    body = json.dumps({"detail": "too many open connections; retry shortly"}).encode()
+    await send({"type": "http.response.start", "status": 503,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"retry-after", b"1"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class GuardedH11Protocol(H11Protocol):
+    """See the module docstring. ``limits`` None: read from the CSC_* environment (worker processes)."""
+
+    limits: ConnectionLimits | None = None
+
+    def __init__(self, config: Any, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self._limits = type(self).limits or _limits_from_environment()
+        size = config.h11_max_incomplete_event_size  # as uvicorn's own connection
+        conn = _Connection(h11.SERVER, size if size is not None else DEFAULT_MAX_INCOMPLETE_EVENT_SIZE)
+        conn.on_request = self._headers_complete
+        self.conn = conn
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._header_bytes = False  # bytes of the next request arrived since the timer started
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self._limits.max_connections:
+            self.app = _busy
+            self.logger.warning("%d connections open, more than the %d allowed: answering 503", len(self.connections),
+                                self._limits.max_connections)
+        self._start_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_header_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._header_timer is not None and data:
+            self._header_bytes = True
+        super().data_received(data)
+
+    def on_response_complete(self) -> None:
+        if not self.transport.is_closing():
+            self._start_header_timer()  # before uvicorn handles a pipelined request, which stops it
+        super().on_response_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        self._stop_header_timer()
+        conn = self.conn
+        reason = conn.error[:MAX_REASON] if isinstance(conn, _Connection) and conn.error else msg
+        status = conn.error_status if isinstance(conn, _Connection) and conn.error_status in (400, 431) else 400
+        body = json.dumps({"detail": f"invalid HTTP request: {reason}"}, ensure_ascii=True).encode("ascii")
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+        try:
+            self.transport.write(self.conn.send(h11.Response(status_code=status, headers=headers,
+                                                             reason=b"Bad Request" if status == 400 else b"")) or b"")
+            self.transport.write(self.conn.send(h11.Data(data=body)) or b"")
+            self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
+        except h11.LocalProtocolError:  # h11 cannot frame an answer in this state: write it whole
+            self.transport.write(raw_response(status, "Bad Request", f"invalid HTTP request: {reason}"))
+        self.transport.close()
+
+    # ---- the header timer ------------------------------------------------------------------------
+
+    def _start_header_timer(self) -> None:
+        self._stop_header_timer()
+        self._header_bytes = False
+        self._header_timer = self.loop.call_later(self._limits.header_timeout_s, self._header_timeout)
+
+    def _stop_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_complete(self) -> None:
+        self._stop_header_timer()
+
+    def _header_timeout(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        if self._header_bytes:  # a request was on its way: say why it ends
+            self.logger.info("request headers incomplete after %g s: closing the connection",
+                             self._limits.header_timeout_s)
+            detail = f"the request headers took longer than {self._limits.header_timeout_s:g} s to arrive"
+            self.transport.write(raw_response(408, "Request Timeout", detail))
+        self.transport.close()
+
+
+def protocol_for(settings: ServiceSettings) -> type[GuardedH11Protocol]:
+    """The protocol class with ``settings``' limits (for one process; worker processes read the environment)."""
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"limits": ConnectionLimits.of(settings)})

@@ -1,0 +1,78 @@
+"""Request IDs: every response carries ``X-Request-ID`` and every log line written while handling a request
+ends with ``[request ID]``, the access line included.
+
+A client (or a proxy in front) may send its own ``X-Request-ID`` (1-128 characters of letters, digits and
+``._:-``); otherwise one is made up. The ID lives in a context variable for the request's task, so that
+log lines of any logger (the service's, uvicorn's) can be tagged by :class:`RequestIdFilter`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from contextvars import ContextVar
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .metrics import STATUS_KEY
+
+HEADER = "X-Request-ID"
+_VALID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+current: ContextVar[str | None] = ContextVar("csc_request_id", default=None)
+access_log = logging.getLogger("service.access")
+
+
+class RequestIdFilter(logging.Filter):
+    """Gives every record ``request_tag``: `` [request ID]`` inside a request, else empty (use it in a
+    format string: ``"%(levelprefix)s %(message)s%(request_tag)s"``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        rid = current.get()
+        record.request_tag = f" [request {rid}]" if rid else ""
+        return True
+
+
+def request_id_of(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name == b"x-request-id":
+            text = value.decode("latin-1")
+            if _VALID.fullmatch(text):
+                return text
+    return uuid.uuid4().hex
+
+
+class RequestIdMiddleware:
+    """Sets the request's ID, adds it to the response headers, and writes the access line (when
+    ``access_log``): client, method, path, HTTP version, status (as ``MetricsMiddleware`` inside it counted
+    it: 499 when the client left first) and time taken."""
+
+    def __init__(self, app: ASGIApp, access_log: bool = True) -> None:
+        self.app = app
+        self.access_log = access_log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id_of(scope)
+        token = current.set(rid)
+        start = time.perf_counter()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (HEADER.lower().encode(), rid.encode())]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            if self.access_log:
+                client = scope.get("client")
+                access_log.info('%s - "%s %s HTTP/%s" %s %.1f ms', f"{client[0]}:{client[1]}" if client else "-",
+                                scope["method"], scope["path"], scope.get("http_version", "1.1"),
+                                scope.get(STATUS_KEY, "-"), (time.perf_counter() - start) * 1000)
+            current.reset(token)

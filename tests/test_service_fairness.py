@@ -1,0 +1,306 @@
+"""Fair scheduling, bounded units, cancellation and admission, asserted on the order in which the scheduler
+hands out units (a fake corrector whose every call waits for the test's go-ahead), not on this machine's
+speed; plus one end-to-end check over HTTP with generous margins."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from corrector import Correction
+from service.app import create_app
+from service.batching import DirectRunner, MicroBatcher, Refused, Runner
+from service.cost import admit, cost_factor, shared_finish_times
+from service.schemas import CorrectOptions
+from service.settings import ServiceSettings
+
+PLAIN = CorrectOptions()
+JSON = {"content-type": "application/json"}
+LONG = "一二三四五六七八九，" * 50  # 500 characters, a cut place every 10: five pieces of 100
+
+
+class Gated:
+    """``correct_batch`` records its texts, tells the test, then waits until the test calls ``finish``.
+    A model window of 20 characters (max_tokens 22), so the service cuts long texts."""
+
+    name, version = "gated", "0"
+    max_tokens = 22
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self._go = threading.Semaphore(0)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started: asyncio.Queue[list[str]] | None = None
+
+    def bind(self) -> None:
+        """Call inside the test's event loop, before any request."""
+        self._loop, self._started = asyncio.get_running_loop(), asyncio.Queue()
+
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+        assert self._loop is not None and self._started is not None
+        self.calls.append(list(texts))
+        self._loop.call_soon_threadsafe(self._started.put_nowait, list(texts))
+        if not self._go.acquire(timeout=30):
+            raise RuntimeError("the test never let this call finish")
+        return [Correction(t, t, []) for t in texts]
+
+    async def drive(self, tasks: list[asyncio.Task[Any]], on_call: Callable[[int, list[str]], None] = lambda i, t: None,
+                    max_calls: int = 200) -> list[list[str]]:
+        """Let every call the scheduler starts finish, one at a time, until ``tasks`` (to which ``on_call``
+        may add) are all done; ``on_call(i, texts)`` runs while call ``i`` is in progress. The calls' texts."""
+        assert self._started is not None
+        seen: list[list[str]] = []
+        while pending := [t for t in tasks if not t.done()]:
+            call = asyncio.ensure_future(self._started.get())
+            await asyncio.wait({call, *pending}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            if not call.done():
+                call.cancel()
+                assert any(t.done() for t in pending), f"no call started and no request ended after {seen}"
+                continue
+            seen.append(call.result())
+            assert len(seen) <= max_calls, f"still not done after {max_calls} calls"
+            on_call(len(seen) - 1, seen[-1])
+            await settle()  # what on_call sent is queued before the scheduler picks the next unit
+            self._go.release()
+        return seen
+
+
+async def settle() -> None:
+    """Let every task that is ready run up to its next wait (requests reach the queue)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def kind(texts: list[str]) -> str:
+    """"L" for a unit of the long text, else the first letter of the (small) texts in it."""
+    return "".join(sorted({"L" if t.startswith("一") else t[0] for t in texts}))
+
+
+@pytest.mark.parametrize("runner_type", [MicroBatcher, DirectRunner])
+def test_a_small_request_goes_before_the_rest_of_a_long_one(runner_type: type[Runner]):
+    """A small request sent while a long one runs waits for the unit in progress only."""
+    gate = Gated()
+
+    async def go() -> list[list[str]]:
+        gate.bind()
+        runner = runner_type(gate, max_batch_chars=100, max_wait_ms=0)
+        await runner.start()
+        try:
+            tasks = [asyncio.create_task(runner.correct([LONG], PLAIN))]
+
+            def send_small(i: int, texts: list[str]) -> None:
+                if i == 0:
+                    tasks.append(asyncio.create_task(runner.correct(["s"], PLAIN)))
+
+            calls = await gate.drive(tasks, send_small)
+            assert (await tasks[0])[0].source == LONG and (await tasks[1])[0].source == "s"
+            return calls
+        finally:
+            await runner.stop()
+
+    calls = asyncio.run(go())
+    assert [kind(c) for c in calls] == ["L", "s", "L", "L", "L", "L"]
+    assert all(len("".join(c)) <= 100 for c in calls)
+
+
+def test_a_long_request_gets_every_other_unit_under_steady_load():
+    """Before: every newcomer went ahead of a request that had had a unit, so under steady load a long text
+    never got its second unit (issue 37, 2)."""
+    gate = Gated()
+
+    async def go() -> list[list[str]]:
+        gate.bind()
+        runner = MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0)
+        await runner.start()
+        try:
+            big = asyncio.create_task(runner.correct([LONG], PLAIN))
+            tasks = [big]
+
+            def steady(i: int, texts: list[str]) -> None:  # during every unit a new small request arrives
+                if not big.done():
+                    tasks.append(asyncio.create_task(runner.correct(["s" * 60], PLAIN)))
+
+            calls = await gate.drive(tasks, steady, max_calls=30)
+            assert (await big)[0].source == LONG
+            return calls
+        finally:
+            await runner.stop()
+
+    order = [kind(c) for c in asyncio.run(go())]
+    assert order[:9] == ["L", "s", "L", "s", "L", "s", "L", "s", "L"]
+
+
+def test_requests_being_served_take_turns():
+    gate = Gated()
+    a, b = "一" * 9 + "，", "二" * 9 + "，"
+
+    async def go() -> list[list[str]]:
+        gate.bind()
+        runner = DirectRunner(gate, max_batch_chars=20)
+        await runner.start()
+        try:
+            tasks = [asyncio.create_task(runner.correct([a * 8], PLAIN))]  # four pieces of 20
+
+            def second(i: int, texts: list[str]) -> None:
+                if i == 0:
+                    tasks.append(asyncio.create_task(runner.correct([b * 8], PLAIN)))
+
+            return await gate.drive(tasks, second)
+        finally:
+            await runner.stop()
+
+    assert "".join(c[0][0] for c in asyncio.run(go())) == "一二一二一二一二"
+
+
+def test_a_cancelled_request_gets_no_further_units():
+    """Its caller timed out or disconnected during its first unit: the rest never runs."""
+    gate = Gated()
+
+    async def go() -> list[list[str]]:
+        gate.bind()
+        runner = MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0)
+        await runner.start()
+        try:
+            big = asyncio.create_task(runner.correct([LONG], PLAIN))
+            tasks = [big]
+
+            def leave(i: int, texts: list[str]) -> None:
+                if i == 0:
+                    big.cancel()
+                    tasks.append(asyncio.create_task(runner.correct(["after"], PLAIN)))
+
+            calls = await gate.drive(tasks, leave)
+            assert big.cancelled() and (await tasks[1])[0].source == "after"
+            return calls
+        finally:
+            await runner.stop()
+
+    assert [kind(c) for c in asyncio.run(go())] == ["L", "a"]
+
+
+def finish_all(gate: Gated, runner: Runner, texts: list[str], options: CorrectOptions) -> list[Correction]:
+    async def go() -> list[Correction]:
+        gate.bind()
+        await runner.start()
+        try:
+            task = asyncio.create_task(runner.correct(texts, options))
+            await gate.drive([task])
+            return await task
+        finally:
+            await runner.stop()
+
+    return asyncio.run(go())
+
+
+def test_every_unit_is_bounded_whatever_the_punctuation():
+    """Before: a text without punctuation was never cut, so one request held the model for as long as it
+    liked (issue 37, 1). Now it is cut at the model's window boundaries (with a window of context on each
+    side of a cut) and no call reads more than max_batch_chars characters."""
+    gate = Gated()
+    text = "天" * 5000
+    [result] = finish_all(gate, MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0), [text], PLAIN)
+    assert result.source == result.target == text
+    assert len(gate.calls) >= 5000 // 100 and max(len(t) for c in gate.calls for t in c) <= 100
+
+
+def test_dearer_settings_make_smaller_units():
+    gate = Gated()
+    dear = CorrectOptions.of(shortlist=8 + 128)  # each character costs twice the default
+    assert cost_factor(dear.as_kwargs(), None) == 2.0
+    finish_all(gate, DirectRunner(gate, max_batch_chars=100), [LONG], dear)
+    assert max(len("".join(c)) for c in gate.calls) <= 50 and len(gate.calls) >= 10
+
+
+# ---- admission -------------------------------------------------------------------------------------------
+
+
+def test_shared_finish_times():
+    assert shared_finish_times([]) == []
+    assert shared_finish_times([4.0]) == [4.0]
+    assert shared_finish_times([3.0, 1.0, 2.0]) == [6.0, 3.0, 5.0]  # 1 ends at 3x1; 2 at 3 + 2x1; 3 at 5 + 1
+
+
+def test_admit():
+    # rate 1000, share 0.5: 500 cost characters a second for this request
+    assert admit(5000, 10, [], 1000, 0.5).ok
+    refused = admit(5001, 10, [], 1000, 0.5)
+    assert not refused.ok and refused.alone_s > 10
+    assert admit(500, 10, [(4000, 10)], 1000, 0.5).ok  # 4000 + 500 still ends by 9 s
+    busy = admit(2000, 10, [(4000, 10)], 1000, 0.5)  # the 4000 would end at 12 s instead of 8
+    assert not busy.ok and busy.alone_s == 4 and busy.busy_s == 4
+    assert admit(2000, 10, [(4000, -1)], 1000, 0.5).ok  # one already late is not made late by this one
+
+
+@pytest.fixture(scope="module")
+def priced() -> Iterator[TestClient]:
+    """1,000 cost characters a second, half of it sure: 5,000 fit in the 10 s timeout."""
+    settings = ServiceSettings(cost_chars_per_s=1000, request_timeout_s=10, admission_share=0.5, max_top_k=20,
+                               max_shortlist=30)
+    with TestClient(create_app(settings, corrector=Echo())) as c:
+        yield c
+
+
+class Echo:
+    name, version = "echo", "0"
+    max_tokens = 22
+
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+        return [Correction(t, t, []) for t in texts]
+
+
+def test_a_request_that_cannot_finish_in_time_is_refused_before_any_work(priced):
+    """Before: the largest legal request ran until its 504, all of that work wasted (issue 37, 4)."""
+    text = "一二三四五六七八九，" * 500  # 5,000 characters
+    assert priced.post("/correct", content=json.dumps({"text": text}), headers=JSON).status_code == 200
+    r = priced.post("/correct", content=json.dumps({"texts": [text, "好"]}), headers=JSON)
+    assert r.status_code == 413
+    detail = r.json()["detail"]
+    assert "5,001 cost characters" in detail and "the budget is 5 s (0.5 of the 10 s timeout)" in detail
+    assert "5,000 cost characters" in detail
+    # dearer settings count: 3,000 characters at shortlist 30 (x1.17 with the default 8) and top_k 20 (x1.03)
+    r = priced.post("/correct", content=json.dumps({"text": text[:4500], "shortlist": 30, "top_k": 20}), headers=JSON)
+    assert r.status_code == 413
+    assert 'csc_refused_total{reason="cost"} 2.0' in priced.get("/metrics").text
+
+
+@pytest.mark.parametrize(("field", "limit"), [("top_k", 20), ("shortlist", 30)])
+def test_per_request_cost_settings_have_server_maxima(priced, field, limit):
+    """Before: top_k and shortlist up to 1000 from any client (about 6x the work per character)."""
+    assert priced.post("/correct", content=json.dumps({"text": "好", field: limit}), headers=JSON).status_code == 200
+    r = priced.post("/correct", content=json.dumps({"text": "好", field: limit + 1}), headers=JSON)
+    assert r.status_code == 422
+    assert r.json() == {"detail": [{"loc": ["body", field], "type": "less_than_equal",
+                                    "msg": f"Input should be less than or equal to {limit} (this server's maximum)"}]}
+
+
+def test_a_request_that_would_make_an_admitted_one_late_is_refused_as_busy():
+    gate = Gated()
+
+    async def go() -> None:
+        gate.bind()
+        runner = MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0, rate=1000, share=0.5)
+        await runner.start()
+        try:
+            first = asyncio.create_task(runner.correct(["一二三四五六七八九，" * 400], PLAIN, timeout=10))  # 4,000
+            tasks = [first]
+
+            def more(i: int, texts: list[str]) -> None:
+                if i == 0:
+                    tasks.append(asyncio.create_task(runner.correct(["一二三四五六七八九，" * 200], PLAIN, timeout=10)))
+                    tasks.append(asyncio.create_task(runner.correct(["一二三四五六七八九，" * 10], PLAIN, timeout=10)))
+
+            await gate.drive(tasks, more)
+            with pytest.raises(Refused) as refused:  # 2,000 more: the first would end at 12 s instead of 8
+                await tasks[1]
+            assert refused.value.busy and "the service is busy" in str(refused.value)
+            assert len((await first)[0].source) == 4000 and len((await tasks[2])[0].source) == 100  # 100 fit
+        finally:
+            await runner.stop()
+
+    asyncio.run(go())
