@@ -1,4 +1,10 @@
-"""Fixtures: a tiny randomly initialised bundle built in seconds (never a default model)."""
+"""Fixtures: a tiny randomly initialised bundle built in seconds through torch and an ONNX export (never a default
+model), and the same bundle's tables over hand-set fake networks (tests/fake_networks.py), which need neither.
+
+Tests that use the exported bundle are marked ``needs_torch`` (automatically, through the ``tiny_bundle`` fixture)
+and are skipped where torch is not installed: ``pytest -m "not needs_torch"`` runs the rest in an environment with
+the library's own dependencies only (tests/test_without_torch.py checks that).
+"""
 
 from __future__ import annotations
 
@@ -11,16 +17,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from fake_networks import CHAR_FREQ, MAX_SEQ_LEN, SAMPLE, fake_bundle, fake_corrector, tiny_vocab
 
 if TYPE_CHECKING:
     from corrector import Corrector
+    from corrector.bundle import Bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-SAMPLE = (
-    "今天天气很好我们去公园散步吧他已经知道自己错了这件事情没有那么简单"
-    "未来末日候车侯爵拔草拨打电话精致精制中国人民银行北京上海张三李四汽已巳"
-)
+NEEDS_TORCH = "needs_torch"
+TORCH_FIXTURES = {"tiny_bundle"}  # every fixture built through torch depends on it
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{NEEDS_TORCH}: builds a bundle through torch and an ONNX export "
+                                       "(set on every test that uses the tiny_bundle fixture)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if TORCH_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(NEEDS_TORCH)
 
 
 def run_python(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -31,23 +48,10 @@ def run_python(*args: str, env: dict | None = None, timeout: int = 600) -> subpr
     return res
 
 
-def tiny_vocab() -> list[str]:
-    from corrector.tokenize import VOCAB_SIZE
-
-    vocab = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    vocab += [chr(c) for c in range(33, 127) if not chr(c).isupper()]
-    vocab += list(dict.fromkeys(c for c in SAMPLE if c not in vocab))
-    vocab += ["##s", "hello", "world"]
-    i = 100
-    while len(vocab) < VOCAB_SIZE:
-        vocab.append(f"[unused{i}]")
-        i += 1
-    return vocab
-
-
 def build_tiny_bundle(out: Path, seed: int = 0, joint: bool = False) -> Path:
-    """``joint``: the generator is a head on the discriminator's body (one ONNX graph for both)."""
-    import torch
+    """``joint``: the generator is a head on the discriminator's body (one ONNX graph for both). Skips the test
+    where torch is not installed."""
+    torch = pytest.importorskip("torch")
 
     from training.export import write_bundle
     from training.finetune import generator_on_discriminator
@@ -59,8 +63,8 @@ def build_tiny_bundle(out: Path, seed: int = 0, joint: bool = False) -> Path:
     gen, disc = build_models(get_config("debug"))
     if joint:
         gen = generator_on_discriminator(gen, disc)
-    freq = {c: 10 for c in SAMPLE}
-    write_bundle(disc, gen, vocab_file, out, name="tiny", char_freq=freq, max_seq_len=64,
+    freq = {c: CHAR_FREQ for c in SAMPLE}
+    write_bundle(disc, gen, vocab_file, out, name="tiny", char_freq=freq, max_seq_len=MAX_SEQ_LEN,
                  provenance={"note": "random weights, for tests"})
     return out
 
@@ -153,3 +157,19 @@ def forced(forced_bundle) -> Corrector:
 def model(forced_bundle) -> list[str]:
     """CLI arguments that select :func:`forced_bundle` on the CPU."""
     return ["--model", str(forced_bundle), "--device", "cpu"]
+
+
+# ---- the same tables over hand-set networks: no torch, no ONNX -------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def fake_tiny_bundle(tmp_path_factory) -> Bundle:
+    """The tiny bundle's vocabulary and similarity tables (what a Corrector reads besides the networks)."""
+    return fake_bundle(tmp_path_factory.mktemp("fake") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def fake_forced(fake_tiny_bundle) -> Corrector:
+    """Networks that prefer nothing, with every editable character a suspect and the best candidate always taken:
+    every editable character gets an edit (the fake counterpart of :func:`forced_corrector`)."""
+    return fake_corrector(fake_tiny_bundle, **FORCE_EDITS)
