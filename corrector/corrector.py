@@ -24,11 +24,11 @@ from .decide import decide, threshold_of
 from .dictionary import WORDS, WordTable
 from .explain import explain_text
 from .features import Evidence, Sites
-from .guards import Protections
+from .guards import PROTECT, Protections
 from .model_path import ENV_MODEL, default_model_path
 from .rank import HEURISTIC, RankerWeights
 from .runtime import Device, OnnxNetworks, ProcessLocalPool
-from .script import ScriptView, prepare_converters, simplified_view
+from .script import ScriptView, prepare_converters, simplified_text, simplified_view
 from .similarity import SimilarityTables
 from .stages import Chunk, Decided, Prepared, Scored, assemble
 from .text import sentence_chunk_spans
@@ -148,21 +148,32 @@ class Corrector:
         chunks with sites for the networks. ``settings`` override the decoding settings (CorrectorConfig)."""
         cfg = self._settings(texts, settings)
         max_chars = self.max_tokens - 2
-        pieces: list[tuple[int, int, ScriptView, dict[int, str]]] = []
+        pieces: list[tuple[int, int, ScriptView, dict[int, str], bool]] = []
         for i, text in enumerate(texts):
             clean = _scrub_surrogates(text)
-            protected = self.protections.positions(clean, cfg)
             # one chunk per sentence (same context alone or in a long text), in simplified script
-            for s, e in sentence_chunk_spans(clean, max_chars):
-                view = simplified_view(clean[s:e])
+            spans = sentence_chunk_spans(clean, max_chars)
+            views = [simplified_view(clean[s:e]) for s, e in spans]
+            mainland = simplified_text(clean, views)
+            if mainland and any(v.traditional for v in views):  # stray traditional characters: guards read the
+                simple = list(clean)  # text as it should be written, but the caller's words as written
+                for (s, _), v in zip(spans, views):
+                    simple[s : s + len(v.text)] = v.text
+                protected = {p: g for p, g in self.protections.positions(clean, cfg).items() if g == PROTECT.name}
+                for p, g in self.protections.positions("".join(simple), cfg).items():
+                    if simple[p] == clean[p]:  # a stray character is always looked at (unless the caller protects it)
+                        protected.setdefault(p, g)
+            else:
+                protected = self.protections.positions(clean, cfg)
+            for (s, e), view in zip(spans, views):
                 local = {p - s: g for p, g in protected.items() if s <= p < e}
-                if view.traditional:
+                if view.traditional and not mainland:
                     for p, g in self.protections.positions(view.text, cfg, dictionary=False).items():
                         local.setdefault(p, g)
-                pieces.append((i, s, view, local))
+                pieces.append((i, s, view, local, mainland))
         encs = encode_batch(self.tokenizer, [p[2].text for p in pieces], self.max_tokens)
-        chunks = tuple(Chunk(i, s, v.text, enc, prot, view=v if v.traditional else None)
-                       for (i, s, v, prot), enc in zip(pieces, encs))
+        chunks = tuple(Chunk(i, s, v.text, enc, prot, view=v if v.traditional else None, mainland=mainland)
+                       for (i, s, v, prot, mainland), enc in zip(pieces, encs))
         todo = [c for c in chunks if c.site_tokens()]
         # networks that run one unpadded row per call pay nothing for padding: no need to cut batches by length
         max_padding = math.inf if self.networks.rows_alone else 0.25

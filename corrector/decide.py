@@ -67,7 +67,8 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
             target = vocab[int(rows.vid[best_row[s]])]
             why = None
             if cfg.protect_regional_forms and regional_edit(
-                    _corrected(chunks, sites, rows.vid, vocab, chosen, s), int(sites.char[s]), target):
+                    _corrected(chunks, sites, rows.vid, vocab, chosen, s), int(sites.char[s]), target,
+                    chunks[int(sites.chunk[s])].mainland):
                 why = (REGIONAL_FORMS.name, "")
             elif veto and (detail := unreliable_pair(veto, sites.src[s], target)) is not None:
                 why = (UNRELIABLE_PAIRS.name, detail)
@@ -108,7 +109,7 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
         rows.X[which, COL["lm_gain"]] = evidence.lm_gain(sites, rows, lm_ids, which)[which]
         rows.X[:, COL["pair"]] = evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
         probs = choice_probs(rows, scorer, n)
-    edits = _edits(scored, rows.X, rows.vid, chosen, scorer, evidence, guard)
+    edits = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
     status = _statuses(scored, rows.vid, probs, chosen, capped, guard, threshold, vocab)
     rows.X.setflags(write=False)
     return Decided(scored, scorer, confidence_threshold, status, guard, chosen, edits, rows.X, probs, first)
@@ -125,10 +126,12 @@ def _corrected(chunks: tuple[Chunk, ...], sites: Sites, vid: np.ndarray, vocab: 
     return text
 
 
-def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, chosen: dict[int, tuple[int, float]], scorer,
-           evidence: Evidence, guard: dict[int, tuple[str, str]]) -> tuple[tuple[Edit, ...], ...]:
-    """Each chunk's edits, in its original script; an edit that would only change a traditional character's
-    script is not made (the ``script`` guard)."""
+def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray, chosen: dict[int, tuple[int, float]],
+           scorer, evidence: Evidence, guard: dict[int, tuple[str, str]]) -> tuple[tuple[Edit, ...], ...]:
+    """Each chunk's edits. Traditional text: back in its script, and an edit that would only change a character's
+    script is not made (the ``script`` guard). Simplified text: a stray traditional character the decoder keeps
+    becomes its simplified form (於 -> 于, reason "script", confidence the ranker's probability that the simplified
+    character is right); it is added to ``chosen`` with its keep row."""
     sites = scored.sites
     per_chunk: dict[int, list[Edit]] = defaultdict(list)
     site_at: dict[tuple[int, int], int] = {}
@@ -138,17 +141,29 @@ def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, chosen: dict[int, tup
         confidence = round(float(scorer.calibrate(p)), 4)
         k, i = int(sites.chunk[s]), int(sites.char[s])
         per_chunk[k].append(Edit(i, sites.src[s], target, confidence, reason))
-        site_at[(k, i)] = s
+    for s in range(len(sites)):
+        site_at[(int(sites.chunk[s]), int(sites.char[s]))] = s
+    starts = np.searchsorted(scored.rows.site, np.arange(len(sites)), side="left")
     out = []
     for k, ch in enumerate(scored.chunks):
         edits = sorted(per_chunk.get(k, []), key=lambda e: e.position)
-        if ch.view is not None:  # back in the original script, never a script conversion
+        if ch.view is not None and not ch.mainland:  # back in the original script, never a script conversion
             restored = restore_edits(ch.view, edits)
             made = {e.position for e in restored}
             for e in edits:
                 if e.position not in made:
                     guard[site_at[(k, e.position)]] = (SCRIPT.name, "")
             edits = restored
+        elif ch.view is not None:  # simplified text: the original character is the source; strays are typos
+            original = ch.view.original
+            by_pos = {e.position: replace(e, source=original[e.position]) for e in edits}
+            for i, (a, b) in enumerate(zip(original, ch.text)):
+                at = site_at.get((k, i))
+                if a != b and i not in by_pos and at is not None and at not in guard:
+                    row = int(starts[at])
+                    chosen[at] = (row, float(probs[row]))
+                    by_pos[i] = Edit(i, a, b, round(float(scorer.calibrate(probs[row])), 4), "script")
+            edits = [by_pos[i] for i in sorted(by_pos)]
         out.append(tuple(edits))
     return tuple(out)
 

@@ -30,7 +30,7 @@ def explain_text(prepared: Prepared, decided: Sequence[Decided], vocab: Sequence
     the guard's name) or not editable."""
     out: dict[int, CharExplanation] = {}
     for d in decided:
-        out.update(_site_explanations(d, vocab, top_k, index))
+        out.update(_site_explanations(d, vocab, top_k, index, prepared.texts[index]))
     text = prepared.texts[index]
     chars = []
     for i, c in enumerate(text):
@@ -45,7 +45,8 @@ def explain_text(prepared: Prepared, decided: Sequence[Decided], vocab: Sequence
     return chars
 
 
-def _site_explanations(d: Decided, vocab: Sequence[str], top_k: int, index: int) -> dict[int, CharExplanation]:
+def _site_explanations(d: Decided, vocab: Sequence[str], top_k: int, index: int,
+                       text: str) -> dict[int, CharExplanation]:
     sites, rows = d.scored.sites, d.scored.rows
     probs, first = d.scorer.calibrate(d.probs), d.scorer.calibrate(d.first)
     starts = list(np.searchsorted(rows.site, np.arange(len(sites)), side="left")) + [len(rows)]
@@ -83,6 +84,6 @@ def _site_explanations(d: Decided, vocab: Sequence[str], top_k: int, index: int)
         else:
             why = f"kept: above the threshold, but the {MAX_ROUNDS} rounds of edits ran out"
         pos = ch.start + int(sites.char[s])
-        out[pos] = CharExplanation(pos, sites.src[s], True, round(float(sites.rtd[s]), 4), cands, why,
+        out[pos] = CharExplanation(pos, text[pos], True, round(float(sites.rtd[s]), 4), cands, why,
                                    round(float(d.probs[lo]), 4))
     return out

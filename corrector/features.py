@@ -142,10 +142,24 @@ class Evidence:
         keys = np.where(self.cand_vid >= 0, entry_row * V + self.cand_vid, -1)
         self.table_order = np.argsort(keys, kind="stable")
         self.table_keys = keys[self.table_order]
-        self.variant_keys = np.array(sorted(self.char_id[a] * V + self.char_id[b] for a, b in candidates.variants
-                                            if a in self.char_id and b in self.char_id), dtype=np.int64)
+        self._script: tuple[np.ndarray, np.ndarray] | None = None  # see script_filter
         if lm is not None:
             self.lm_vid = _vocab_lm_ids(self.vocab, lm)
+
+    def script_filter(self) -> tuple[np.ndarray, np.ndarray]:
+        """(per vocab id: a traditional-only character, which simplified text never writes; the sorted keys
+        src * V + vid of the table's script variants that involve one: 於/于, 後/后). Two simplified characters
+        with different uses (着/著) are candidates of each other. Built on first use (it needs OpenCC)."""
+        if self._script is None:
+            from .script import traditional_only
+
+            V = len(self.vocab)
+            traditional = np.array([len(t) == 1 and traditional_only(t) for t in self.vocab], dtype=bool)
+            keys = sorted(self.char_id[a] * V + self.char_id[b] for a, b in self.table.variants
+                          if a in self.char_id and b in self.char_id
+                          and (traditional[self.char_id[a]] or traditional[self.char_id[b]]))
+            self._script = traditional, np.array(keys, dtype=np.int64)
+        return self._script
 
     def with_lm(self, lm) -> Evidence:
         """The same evidence over another character LM (None: without one); the LM-free tables are shared."""
@@ -204,8 +218,10 @@ class Evidence:
                                     np.zeros(len(site_p), bool)])
         forced = np.concatenate([np.zeros(len(site_s) + len(site_d) + len(site_c), bool), np.ones(len(site_p), bool)])
         keep = (vid >= 0) & (vid != sites.src_id[site])
-        if len(self.variant_keys):  # never another script's form of the character (the user's own pairs excepted)
-            keep &= is_custom | ~np.isin(sites.src_id[site] * len(self.vocab) + vid, self.variant_keys)
+        traditional, variant_keys = self.script_filter()  # the user's own pairs excepted: never a traditional-only
+        keep &= is_custom | ~traditional[np.maximum(vid, 0)]  # character, never another script's form of one
+        if len(variant_keys):
+            keep &= is_custom | ~np.isin(sites.src_id[site] * len(self.vocab) + vid, variant_keys)
         site, vid, static, is_custom, forced = site[keep], vid[keep], static[keep], is_custom[keep], forced[keep]
         # one row per (site, vid), custom and forced flags merged
         key = site * len(self.vocab) + vid

@@ -13,14 +13,13 @@ Two kinds, by the stage that applies them:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .candidates import CandidateTable
 from .config import CorrectorConfig
 from .foreign_names import foreign_name_positions, name_chars
-from .script import regional_form
+from .script import mainland_form, regional_form
 
 REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
 
@@ -107,26 +106,27 @@ def _kept_positions(text: str, kept: frozenset[str]) -> set[int]:
 def _dictionary_positions(text: str) -> set[int]:
     if not text:
         return set()
-    import jieba
+    from .dictionary import tokenizer  # jieba, its cache in a private directory
 
-    jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict" chatter on stderr
     out: set[int] = set()
     pos = 0
-    for w in jieba.lcut(text, HMM=False):
+    for w in tokenizer().lcut(text, HMM=False):
         if len(w) > 1:
             out.update(range(pos, pos + len(w)))
         pos += len(w)
     return out
 
 
-def regional_edit(text: list[str], i: int, target: str) -> bool:
+def regional_edit(text: list[str], i: int, target: str, mainland: bool = False) -> bool:
     """``protect_regional_forms``: whether writing ``target`` at ``i`` of ``text`` (the chunk as corrected so far)
-    only changes the regional form of its word, judged on the characters either side."""
+    only changes the regional form of its word, judged on the characters either side. In simplified (``mainland``)
+    text an edit to the mainland's form is a fix, not a change of standard (计画 -> 计划, 看著 -> 看着)."""
     lo, hi = max(0, i - REGIONAL_WINDOW), i + REGIONAL_WINDOW + 1
     before = "".join(text[lo:hi])
     after = list(text)
     after[i] = target
-    return regional_form(before, "".join(after[lo:hi]))
+    window = "".join(after[lo:hi])
+    return regional_form(before, window) and not (mainland and mainland_form(before) == window)
 
 
 def unreliable_pair(veto: dict[str, tuple[int, int]], source: str, target: str) -> str | None:

@@ -134,6 +134,31 @@ def regional_form(before: str, after: str) -> bool:
     return taiwan == _converter("s2twp").convert(after) or _converter("tw2sp").convert(taiwan) == after
 
 
+def simplified_text(text: str, views: list[ScriptView]) -> bool:
+    """Whether a text (its chunks' ``views``) is simplified text: at least as many of its characters are
+    simplified-only (OpenCC ``s2t`` writes another one for them: 们, 这, 显) as traditional-only (the view changed
+    them: 於, 後, 們). Then its traditional characters are stray typos (於 -> 于); otherwise it is traditional text,
+    corrected in its own script."""
+    traditional = sum(a != b for v in views for a, b in zip(v.original, v.text))
+    if traditional == 0:
+        return True
+    converted = to_traditional(text)
+    if len(converted) != len(text):
+        converted = "".join(_one_char(to_traditional(c), c) for c in text)
+    return sum(a != b and is_cjk(a) for a, b in zip(text, converted)) >= traditional
+
+
+def traditional_only(char: str) -> bool:
+    """A character simplified text never writes: OpenCC's t2s gives another one for it alone (於, 後, 麼; not 著)."""
+    return is_cjk(char) and to_simplified(char) != char
+
+
+def mainland_form(text: str) -> str:
+    """``text`` with the mainland's word forms: through Taiwan's script and phrases and back (计画 -> 计划,
+    看著 -> 看着, 想像 -> 想象)."""
+    return _converter("tw2sp").convert(_converter("s2twp").convert(text))
+
+
 def _traditional_form(simplified: str, in_context: str | None) -> str:
     """The traditional character for the model's ``simplified`` choice: the one OpenCC wrote in
     context when it simplifies back to it, else the character's own conversion, else unchanged."""

@@ -48,6 +48,9 @@ class Chunk:
     enc: Encoded
     protected: Mapping[int, str]  # chunk position -> the guard that protects it
     view: ScriptView | None = None  # the original chunk when ``text`` is its simplified view
+    mainland: bool = True  # a chunk of simplified text: its traditional characters are typos, its edits simplified,
+    #                        and an edit to the mainland's word form is a fix (看著 -> 看着); False: traditional text,
+    #                        whose edits go back to its script and never only change a script or regional form
 
     def site_tokens(self) -> list[int]:
         """Token indices of the chunk's sites: single-token characters nobody protected."""

@@ -89,3 +89,52 @@ def test_default_bundle_corrects_traditional_text():
     assert fix.correct("我門一起去吃飯吧。").target == "我們一起去吃飯吧。"
     assert fix.correct("臺灣的天氣很好。").edits == []
     assert fix.correct("我門一起去吃飯吧。今天天氣很好").target == "我們一起去吃飯吧。今天天氣很好"
+
+
+@pytest.mark.parametrize("text, simplified", [
+    ("我们於是走了", True),  # one simplified-only, one traditional-only character: counted as simplified
+    ("这个办法显着提高了效率，他後来走了。", True),
+    ("我們於是走了", False),
+    ("他已經知到這件事了。", False),
+    ("今天天气很好", True),  # nothing traditional
+    ("於是", False),
+])
+def test_simplified_text_is_told_from_traditional_text_by_counting_script_only_characters(text, simplified):
+    from corrector.script import simplified_text
+
+    assert simplified_text(text, [simplified_view(text)]) is simplified
+
+
+def test_traditional_only_characters_and_mainland_forms():
+    from corrector.guards import regional_edit
+    from corrector.script import mainland_form, traditional_only
+
+    assert [c for c in "於後麼們着著于后显" if traditional_only(c)] == ["於", "後", "麼", "們"]
+    assert mainland_form("他看著我") == "他看着我" and mainland_form("我们的计画") == "我们的计划"
+    # in simplified text an edit to the mainland's form is a fix; away from it, or in traditional text, it is not
+    assert not regional_edit(list("他看著我"), 2, "着", mainland=True)
+    assert regional_edit(list("他看著我"), 2, "着", mainland=False)
+    assert regional_edit(list("他看着我"), 2, "著", mainland=True)
+
+
+def test_a_stray_traditional_character_in_simplified_text_is_a_typo(forced):
+    """Simplified text: the model reads the view, and the stray character comes out simplified whether or not the
+    model edits it; every other edit is the view's own; the text never receives a traditional-only character."""
+    from corrector.script import traditional_only
+
+    text = "今天天气很好，我们去公园散步吧。他已经知道自己錯了"
+    got = forced.correct(text)
+    stray = text.index("錯")
+    (edit,) = [e for e in got.edits if e.position == stray]
+    assert edit.source == "錯" and edit.target != "錯" and not traditional_only(edit.target)
+    view = simplified_view(text)
+    assert [(e.position, e.target) for e in got.edits if e.position != stray] == \
+        [(e.position, e.target) for e in forced.correct(view.text).edits if e.position != stray]
+    assert not any(traditional_only(c) for c in got.target)
+    plain = forced.correct(text, threshold=1.0)  # nothing above the threshold: only the stray is written anew
+    assert [(e.position, e.source, e.target, e.reason) for e in plain.edits] == [(stray, "錯", "错", "script")]
+
+
+def test_the_callers_protected_words_keep_a_stray_character(forced):
+    text = "今天天气很好，我们去公园散步吧。他已经知道自己錯了"
+    assert forced.correct(text, threshold=1.0, protect=["錯了"]).edits == []

@@ -313,7 +313,8 @@ def build_folds(similarity: Path, data_dir: Path, fold_out: Path, folds: int, ho
 def script_variants(chars: list[str]) -> set[tuple[str, str]]:
     """(a, b) pairs of the pool that are one character in two scripts or regional standards: OpenCC's
     traditional-to-simplified (t2s, and Taiwan's tw2s) maps one onto the other, or both onto the same
-    character. Replacing one by the other is a script conversion, never a spelling fix."""
+    character, unless both are characters of simplified text (着/著: different uses there, candidates of each other).
+    Replacing one by the other is a script conversion, never a spelling fix."""
     import opencc
 
     pool = set(chars)
@@ -326,9 +327,10 @@ def script_variants(chars: list[str]) -> set[tuple[str, str]]:
                 base.setdefault(s, set()).add(c)
         base.setdefault(c, set()).add(c)
     out: set[tuple[str, str]] = set()
+    simplified = {c for c in chars if conv[0].convert(c) == c}  # 着 and 著 both: two characters of simplified text
     for group in base.values():
         members = [c for c in group if c in pool]
-        out.update((a, b) for a in members for b in members if a != b)
+        out.update((a, b) for a in members for b in members if a != b and not (a in simplified and b in simplified))
     return out
 
 

@@ -1,0 +1,94 @@
+"""Candidate recall: how often the gold correction of an erroneous character is among the decoder's candidates.
+
+    python benchmarks/candidate_recall.py --data ../shared/data/csc/lemon_dev/*.tsv ../shared/data/csc/sighan15_test.tsv
+
+For every character whose target differs from its source, per file:
+- ``site``: the character is a site (editable and not protected);
+- ``all``: the gold is among all its candidates (every candidate-table entry and the generator's top-k);
+- ``shortlist``: the gold is among the choices the ranker scores (the table's shortlist, the generator's top-k,
+  word pairs), i.e. the edit is reachable at all.
+Misses are tallied by pair (source -> gold) so the commonest ones can be read off. Runs the public stages
+(prepare, score) of the bundle with its default settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from corrector import Corrector
+from training.csc_data import read_pairs
+
+
+def candidate_recall(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> dict:
+    errors = at_site = in_all = in_short = 0
+    missed_all: Counter[str] = Counter()
+    missed_short: Counter[str] = Counter()
+    for b in range(0, len(pairs), batch_texts):
+        part = pairs[b : b + batch_texts]
+        prepared = fix.prepare([s for s, _ in part])
+        errors += sum(a != g for s, t in part for a, g in zip(s, t))
+        for scored in fix.score(prepared):
+            sites, rows = scored.sites, scored.rows
+            gold = [part[scored.chunks[c].text_index][1][scored.chunks[c].start + i]
+                    for c, i in zip(sites.chunk.tolist(), sites.char.tolist())]
+            source = [part[scored.chunks[c].text_index][0][scored.chunks[c].start + i]
+                      for c, i in zip(sites.chunk.tolist(), sites.char.tolist())]
+            err = np.array([g != s for g, s in zip(gold, source)], dtype=bool)
+            if not err.any():
+                continue
+            site_all, vid_all, _, _ = fix.evidence.shortlist(sites, {}, 1_000_000, prepared.settings.top_k, {})
+            all_of = _choices(site_all, vid_all, len(sites), fix.vocab)
+            short_of = _choices(rows.site, rows.vid, len(sites), fix.vocab)
+            for s in np.flatnonzero(err).tolist():
+                at_site += 1
+                pair = source[s] + gold[s]
+                if gold[s] in all_of[s] or gold[s] == sites.src[s]:
+                    in_all += 1
+                else:
+                    missed_all[pair] += 1
+                if gold[s] in short_of[s] or gold[s] == sites.src[s]:
+                    in_short += 1
+                else:
+                    missed_short[pair] += 1
+    return {"error_chars": errors, "at_a_site": round(at_site / max(errors, 1), 4),
+            "gold_in_all": round(in_all / max(errors, 1), 4), "gold_in_shortlist": round(in_short / max(errors, 1), 4),
+            "top_missed_all": missed_all.most_common(15), "top_missed_shortlist": missed_short.most_common(15)}
+
+
+def _choices(site: np.ndarray, vid: np.ndarray, n: int, vocab: list[str]) -> list[set[str]]:
+    out: list[set[str]] = [set() for _ in range(n)]
+    for s, v in zip(site.tolist(), vid.tolist()):
+        out[s].add(vocab[v])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, nargs="+", required=True, help="source<TAB>target files")
+    ap.add_argument("--model", default=None, help="bundle directory (default: the bundled default)")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None, help="write the report as JSON here too")
+    a = ap.parse_args()
+    fix = Corrector.load(a.model, threads=a.threads)
+    report = {}
+    print("| file | error chars | at a site | gold among all candidates | gold among the shortlist |")
+    print("|---|---:|---:|---:|---:|")
+    for path in a.data:
+        r = candidate_recall(fix, read_pairs(path))
+        report[path.name] = r
+        print(f"| {path.name} | {r['error_chars']} | {r['at_a_site']:.1%} | {r['gold_in_all']:.1%} | "
+              f"{r['gold_in_shortlist']:.1%} |")
+    for name, r in report.items():
+        print(f"\n{name}: commonest misses (all candidates): "
+              + ", ".join(f"{p[0]}→{p[1]} {n}" for p, n in r["top_missed_all"]))
+    if a.out:
+        a.out.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
