@@ -22,7 +22,13 @@ from corrector import CorrectorError
 from .access import AccessMiddleware, RateLimiter
 from .batching import DirectRunner, MicroBatcher, Runner, SupportsCorrectBatch
 from .cost import measure_rate
-from .errors import BodyGuardMiddleware, JSONResponse, ShutdownGuardMiddleware, install_error_handlers
+from .errors import (
+    BodyGuardMiddleware,
+    JSONResponse,
+    ShutdownGuardMiddleware,
+    UnexpectedErrorMiddleware,
+    install_error_handlers,
+)
 from .metrics import Metrics, MetricsMiddleware
 from .request_id import RequestIdMiddleware
 from .routes import (
@@ -125,13 +131,14 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
     app.include_router(ops_router)
     app.include_router(demo_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    # the first added runs innermost: request ID, metrics, shutdown guard, access, body guard, app
+    # the first added runs innermost: request ID, metrics, unexpected errors, shutdown guard, access, body guard
     app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES,
                        timeout=settings.body_timeout_s)
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst) if settings.rate_limit_per_s else None
     app.add_middleware(AccessMiddleware, keys=settings.keys(), protected=KEYED_PATHS, limiter=limiter,
                        limited=LIMITED_ROUTES)
     app.add_middleware(ShutdownGuardMiddleware)
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known_paths(app), mounts=mount_paths(app))
     app.add_middleware(RequestIdMiddleware, access_log=settings.access_log)  # outermost: every log line has the ID
     return app

@@ -56,15 +56,38 @@ def _message(error: dict[str, Any]) -> str:
     return f"{msg}: {reason}" if error.get("type") == "json_invalid" and isinstance(reason, str) else msg
 
 
-async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "internal server error")
-
-
 def install_error_handlers(app: FastAPI) -> None:
+    """HTTP and validation errors as JSON; anything else is ``UnexpectedErrorMiddleware``'s."""
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(Exception, _unexpected_error)
+
+
+class UnexpectedErrorMiddleware:
+    """A bug becomes a JSON 500 and one logged traceback, inside the request's context (so the log line has
+    its ID and the metrics count the 500), instead of Starlette's outermost handler and uvicorn's second
+    traceback."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope["method"], scope["path"])
+            if started:
+                raise
+            await error_response(500, "internal server error")(scope, receive, send)
 
 
 DRAIN_BYTES = 64 * 1024 * 1024  # an over-limit body is read and discarded up to this much ...

@@ -130,7 +130,8 @@ class GuardedH11Protocol(H11Protocol):
         reason = conn.error[:MAX_REASON] if isinstance(conn, _Connection) and conn.error else msg
         status = conn.error_status if isinstance(conn, _Connection) and conn.error_status in (400, 431) else 400
         body = json.dumps({"detail": f"invalid HTTP request: {reason}"}, ensure_ascii=True).encode("ascii")
-        headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                   (b"connection", b"close")]
         try:
             self.transport.write(self.conn.send(h11.Response(status_code=status, headers=headers,
                                                              reason=b"Bad Request" if status == 400 else b"")) or b"")

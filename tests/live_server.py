@@ -1,19 +1,23 @@
-"""A real server for tests: ``python -m service ...`` as a subprocess on 127.0.0.1, plus a tiny HTTP client."""
+"""A real server for tests: ``python -m service ...`` as a subprocess on 127.0.0.1, or the app under uvicorn
+(with the service's own connection protocol) in a thread; plus a tiny HTTP client."""
 
 from __future__ import annotations
 
 import json
 import signal
 import subprocess
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from service.spawn import DIRECT, REPO, free_port, running
 
-__all__ = ["REPO", "free_port", "http", "server", "stop_gracefully"]
+__all__ = ["REPO", "free_port", "http", "in_thread", "server", "stop_gracefully"]
 
 
 def http(method: str, url: str, body: object | None = None, timeout: float = 30) -> tuple[int, bytes]:
@@ -39,3 +43,31 @@ def stop_gracefully(proc: subprocess.Popen[bytes], log: Path) -> None:
     assert proc.wait(30) in (0, -signal.SIGTERM)
     text = log.read_text()
     assert "Waiting for application shutdown" in text and "stopped" in text, text
+
+
+@contextmanager
+def in_thread(corrector: Any, **settings: Any) -> Iterator[tuple[str, int]]:
+    """``create_app(ServiceSettings(**settings), corrector=corrector)`` under uvicorn in a thread on 127.0.0.1,
+    with the protocol and keep-alive timeout ``python -m service`` uses; yields (host, port)."""
+    import uvicorn
+
+    from service.app import create_app
+    from service.protocol import protocol_for
+    from service.settings import ServiceSettings
+
+    config = ServiceSettings(**{"cost_chars_per_s": 1e6, **settings})
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(config, corrector=corrector), host="127.0.0.1", port=port,
+                                           http=protocol_for(config), timeout_keep_alive=config.keep_alive_s,  # type: ignore[arg-type]
+                                           log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
+        time.sleep(0.05)
+    try:
+        yield "127.0.0.1", port
+    finally:
+        server.should_exit = True
+        thread.join(10)

@@ -231,6 +231,21 @@ def test_pieces_tile_the_text_within_the_limit_cutting_at_chunk_boundaries():
     check()
 
 
+def test_the_services_chunk_boundaries_are_the_correctors():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from corrector.text import sentence_chunk_spans
+    from service.splitting import chunk_boundaries
+
+    @settings(max_examples=300, deadline=None)
+    @given(text=st.text(alphabet="今天，。！？；…\n”’」』）)a", max_size=300), window=st.integers(1, 40))
+    def check(text: str, window: int) -> None:
+        assert chunk_boundaries(text, window) == sentence_chunk_spans(text, window)
+
+    check()
+
+
 def test_pieces_with_context_give_the_whole_texts_decisions(forced_corrector):
     """Random texts with and without punctuation, cut small: each piece corrected on its own (context
     dropped) and stitched gives exactly the whole text's correction, protections included."""

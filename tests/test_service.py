@@ -112,8 +112,27 @@ def test_request_options_reach_the_corrector(forced):
     assert {2, 3, 10, 11}.isdisjoint(e["position"] for e in protected["results"][0]["edits"])
 
 
-def test_whole_floats_are_integers(client):
-    assert post(client, {"text": "a", "max_edits": 2.0})[0] == 200  # as in JSON Schema
+@pytest.mark.parametrize("field", ["top_k", "shortlist", "max_edits", "protect_kept_words"])
+def test_one_integer_rule_for_every_integer_field(client, field):
+    """A whole float is an integer, as in JSON Schema; nothing else is. Before: top_k, shortlist and
+    protect_kept_words refused 5.0 while max_edits took 3.0 (issue 37, 8)."""
+    assert post(client, {"text": "a", field: 5.0})[0] == 200
+    assert post(client, {"text": "a", field: 5})[0] == 200
+    for bad in (2.5, True, "5", [5]):
+        status, body = post(client, {"text": "a", field: bad})
+        assert status == 422 and body["detail"][0]["loc"] == ["body", field], (field, bad)
+    assert client.get("/openapi.json").json()["components"]["schemas"]["CorrectRequest"]["properties"][field][
+        "anyOf"][0]["type"] == "integer"
+
+
+@pytest.mark.parametrize(("raw", "key"), [(b'{"text": "a", "text": "b"}', "text"),
+                                          (b'{"texts": ["a"], "protect": ["x"], "protect": []}', "protect"),
+                                          (b'{"text": "a", "threshold": 0.5, "threshold": 0.5}', "threshold")])
+def test_duplicate_keys_are_422(client, raw, key):
+    """Before: the last one won silently (issue 37, 9)."""
+    r = client.post("/correct", content=raw, headers=JSON)
+    assert r.status_code == 422 and r.json() == {"detail": [{"loc": ["body", key], "type": "duplicate_key",
+                                                              "msg": f"duplicate key {key!r} in a JSON object"}]}
 
 
 def test_empty_inputs(client):
@@ -140,6 +159,19 @@ def test_metrics_count_requests_latency_batches_and_errors(tiny_bundle):
     assert "csc_batch_size_count 3.0" in text and "csc_batch_size_sum 6.0" in text
     assert re.search(r'csc_model_info\{name="tiny",precision="fp32",provider="CPUExecutionProvider",version="[^"]+"\} 1.0', text)
     assert "csc_texts_total 6.0" in text
+
+
+def test_errors_answered_before_routing_count_under_their_route(forced_corrector):
+    """Before: with FastAPI 0.165 the middleware's known paths missed every included route, and a 413 or 415
+    on /correct counted as route="unmatched" (issue 37, 6)."""
+    limits = ServiceSettings(max_body_bytes=100, cost_chars_per_s=1e6)
+    with TestClient(create_app(limits, corrector=forced_corrector)) as c:
+        assert c.post("/correct", content=b"x" * 200, headers=JSON).status_code == 413
+        assert c.post("/correct", content=b'{"text": "a"}', headers={"content-type": "text/plain"}).status_code == 415
+        text = c.get("/metrics").text
+    assert 'csc_http_requests_total{method="POST",route="/correct",status="413"} 1.0' in text
+    assert 'csc_http_requests_total{method="POST",route="/correct",status="415"} 1.0' in text
+    assert "unmatched" not in text
 
 
 def test_metrics_labels_stay_bounded(forced_corrector):

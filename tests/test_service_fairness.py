@@ -5,13 +5,17 @@ speed; plus one end-to-end check over HTTP with generous margins."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from live_server import in_thread
 
 from corrector import Correction
 from service.app import create_app
@@ -304,3 +308,65 @@ def test_a_request_that_would_make_an_admitted_one_late_is_refused_as_busy():
             await runner.stop()
 
     asyncio.run(go())
+
+
+# ---- end to end, over HTTP ------------------------------------------------------------------------------
+
+
+class Costly:
+    """A model that takes ``per_char`` seconds a character (sleeping: the server's loop stays free)."""
+
+    name, version = "costly", "0"
+    max_tokens = 128  # the default bundle's window
+
+    def __init__(self, per_char: float):
+        self.per_char = per_char
+
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+        time.sleep(self.per_char * sum(map(len, texts)))
+        return [Correction(t, t, []) for t in texts]
+
+
+def timed_post(address: tuple[str, int], body: dict[str, Any]) -> tuple[int, float]:
+    conn = http.client.HTTPConnection(*address, timeout=60)
+    try:
+        start = time.perf_counter()
+        conn.request("POST", "/correct", json.dumps(body), JSON)
+        r = conn.getresponse()
+        r.read()
+        return r.status, time.perf_counter() - start
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_small_and_long_requests_get_their_turn_over_http():
+    """One check end to end, with margins far beyond the bounds (a unit here is 1,000 characters at 20 us:
+    20 ms). A small request sent while the largest legal request runs (5 x 20,000 characters without
+    punctuation) waits for about two units, not the 3 s of the whole; a 1,050-character text sent while 8
+    clients keep sending 300-character texts is answered well within its timeout."""
+    per_char = 2e-5
+    with in_thread(Costly(per_char), cost_chars_per_s=1 / per_char, request_timeout_s=10,
+                   max_batch_chars=1000) as address, ThreadPoolExecutor(9) as pool:
+        maximal = pool.submit(timed_post, address, {"texts": ["天" * 20000] * 5})
+        time.sleep(0.3)
+        small = [timed_post(address, {"text": "请大家安静，会议马上就要开始了。"}) for _ in range(5)]
+        assert all(status == 200 for status, _ in small)
+        assert max(took for _, took in small) < 1.0, small  # the bound: about 2 units, 40 ms
+        status, took = maximal.result()
+        assert status == 200 and took > max(t for _, t in small)
+
+        stop = time.monotonic() + 3
+        load_text = "我们去公园散步吧，" * 33 + "好好好"  # 300 characters
+
+        def client() -> list[int]:
+            statuses = []
+            while time.monotonic() < stop:
+                statuses.append(timed_post(address, {"text": load_text})[0])
+            return statuses
+
+        clients = [pool.submit(client) for _ in range(8)]
+        time.sleep(0.5)
+        status, took = timed_post(address, {"text": ("今天天汽很好，我们去公园散步吧。" * 66)[:1050]})
+        assert status == 200 and took < 5.0, took  # its timeout is 10 s
+        assert all(s == 200 for c in clients for s in c.result())

@@ -1,0 +1,207 @@
+"""The connection edge cases of issue 37 against a real uvicorn server in a thread (fake correctors, no
+model), spoken to over raw sockets: header and body read timeouts, the connection cap, protocol errors as
+JSON, ambiguous framing, clients that leave (their work stops; counted as 499, not 500)."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from live_server import in_thread
+
+from corrector import Correction
+
+LONG = "一二三四五六七八九，" * 50  # five pieces of 100 characters with max_batch_chars=100
+
+
+class Echo:
+    name, version = "echo", "0"
+
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+        return [Correction(t, t, []) for t in texts]
+
+
+class Blocking(Echo):
+    """Every call waits for ``go``; ``entered`` counts the calls that started. Window of 20 characters."""
+
+    max_tokens = 22
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.entered = threading.Semaphore(0)
+        self.go = threading.Semaphore(0)
+
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+        self.calls.append(list(texts))
+        self.entered.release()
+        self.go.acquire(timeout=30)
+        return super().correct_batch(texts)
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[tuple[str, int]]:
+    with in_thread(Echo(), header_timeout_s=1.0, body_timeout_s=1.0, max_connections=4) as address:
+        yield address
+
+
+def connect(address: tuple[str, int]) -> socket.socket:
+    s = socket.create_connection(address, timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and body of one response (read until the connection closes or the body is whole)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed before a whole response: {data!r}")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length", "-1"))
+    while length < 0 or len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(lines[0].split()[1]), headers, body
+
+
+def closed_by_server(s: socket.socket) -> bool:
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def metrics(address: tuple[str, int]) -> str:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"http://{address[0]}:{address[1]}/metrics", timeout=10) as r:
+        return str(r.read().decode())
+
+
+def wait_for_metric(address: tuple[str, int], pattern: str, timeout: float = 10) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = metrics(address)
+        if re.search(pattern, text):
+            return text
+        time.sleep(0.05)
+    raise AssertionError(f"{pattern} not in /metrics after {timeout} s:\n{text}")
+
+
+def test_headers_trickled_slowly_get_a_408_at_the_header_timeout(guarded):
+    """Before: a header line every 2 s held the connection for as long as the client liked (issue 37, 5)."""
+    with connect(guarded) as s:
+        s.sendall(b"POST /correct HTTP/1.1\r\nHost: x\r\n")
+        start = time.monotonic()
+        answered = None
+        for i in range(40):  # a header line every 0.1 s for up to 4 s; the timeout is 1 s
+            try:
+                s.sendall(f"X-Slow-{i}: 1\r\n".encode())
+            except OSError:
+                break
+            time.sleep(0.1)
+            s.settimeout(0.001)
+            try:
+                if s.recv(1, socket.MSG_PEEK):
+                    answered = time.monotonic() - start
+                    break
+            except (BlockingIOError, TimeoutError):
+                pass
+            finally:
+                s.settimeout(10)
+        assert answered is not None and answered < 3.5, "the server let the headers trickle on"
+        status, headers, body = read_response(s)
+        assert status == 408 and headers["content-type"] == "application/json"
+        assert json.loads(body) == {"detail": "the request headers took longer than 1 s to arrive"}
+        assert closed_by_server(s)
+
+
+def test_a_body_sent_too_slowly_gets_a_408(guarded):
+    with connect(guarded) as s:
+        s.sendall(b"POST /correct HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        status, headers, body = read_response(s)
+        assert status == 408 and json.loads(body) == {"detail": "the request body took longer than 1 s to arrive"}
+
+
+@pytest.mark.parametrize("raw", [b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+                                 b"GET / HTTP/1.1\r\n" + b"X-Big: " + b"a" * 70000 + b"\r\n\r\n"])
+def test_protocol_errors_are_answered_as_json(guarded, raw):
+    """Before: uvicorn's plain-text 'Invalid HTTP request received.'"""
+    with connect(guarded) as s:
+        s.sendall(raw)
+        status, headers, body = read_response(s)
+    assert status in (400, 431) and headers["content-type"] == "application/json"
+    assert json.loads(body)["detail"].startswith("invalid HTTP request: ")
+
+
+def test_content_length_with_transfer_encoding_is_refused(guarded):
+    """Before: accepted (Transfer-Encoding won), the ambiguity request smuggling is made of."""
+    body = b'{"text": "a"}'
+    with connect(guarded) as s:
+        s.sendall(b"POST /correct HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), len(body), body))
+        status, headers, raw = read_response(s)
+        assert status == 400 and "both Content-Length and Transfer-Encoding" in json.loads(raw)["detail"]
+        assert closed_by_server(s)
+
+
+def test_connections_beyond_the_cap_get_a_json_503(guarded):
+    """Before: no cap at all."""
+    idle = [connect(guarded) for _ in range(4)]  # the cap; the metrics scrape below needs none of them
+    try:
+        time.sleep(0.2)
+        with connect(guarded) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            status, headers, body = read_response(s)
+        assert status == 503 and headers["retry-after"] == "1"
+        assert json.loads(body) == {"detail": "too many open connections; retry shortly"}
+    finally:
+        for s in idle:
+            s.close()
+    time.sleep(0.2)
+    with connect(guarded) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(s)[0] == 200
+
+
+def test_a_client_that_leaves_stops_its_work_and_counts_as_499():
+    """Before: nothing noticed the disconnect and a maximal request ran to its end (issue 37, 3)."""
+    model = Blocking()
+    with in_thread(model, max_batch_chars=100, max_wait_ms=0) as address:
+        body = json.dumps({"text": LONG}).encode()
+        with connect(address) as s:
+            s.sendall(b"POST /correct HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            assert model.entered.acquire(timeout=10)  # its first unit runs
+        text = wait_for_metric(address, r'csc_http_requests_total\{method="POST",route="/correct",status="499"\} 1.0')
+        assert 'csc_http_errors_total{kind="client_disconnect",route="/correct"} 1.0' in text
+        model.go.release()  # the unit in progress ends; nothing of that request follows
+        after = json.dumps({"text": "after"}).encode()
+        with connect(address) as s:
+            s.sendall(b"POST /correct HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (len(after), after))
+            assert model.entered.acquire(timeout=10)
+            model.go.release()
+            assert read_response(s)[0] == 200
+    assert len(model.calls) == 2 and model.calls[1] == ["after"]
+
+
+def test_an_abandoned_upload_counts_as_a_client_disconnect_not_a_500(guarded):
+    """Before: counted as a 500 'internal' error, with no log line (issue 37, 6)."""
+    with connect(guarded) as s:
+        s.sendall(b"POST /correct HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+        time.sleep(0.1)
+    text = wait_for_metric(guarded, r'csc_http_requests_total\{method="POST",route="/correct",status="499"\}')
+    assert 'status="500"' not in text and 'kind="internal"' not in text
