@@ -3,10 +3,15 @@
     python benchmarks/load.py --url http://127.0.0.1:8000                  # a server that is already running
     python benchmarks/load.py --start --compare --model DIR                # starts it: batching on, then off
     python benchmarks/load.py --start --compare --tiny --duration 10       # the tests' tiny random bundle
+    python benchmarks/load.py --start --model DIR --fairness               # and the fairness figures
 
 Each client keeps one HTTP/1.1 connection and sends POST /correct back to back until the time is up
 (after a short warm-up that is not counted). Prints throughput, p50/p95/p99 latency, errors, and the
 batch-size histogram taken from the server's /metrics (difference over the measured window).
+
+``--fairness`` then measures what docs/service.md bounds: the latency of small requests sent one after
+another while the largest request the server admits runs (5 texts without punctuation: every unit a
+hard cut), and the latency of 1,050-character texts while 8 clients keep sending 300-character texts.
 Only loopback addresses are accepted; every run stops by itself.
 """
 
@@ -57,6 +62,12 @@ class Stats:
 
 
 async def post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, body: bytes) -> int:
+    return (await exchange(reader, writer, host, body))[0]
+
+
+async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str,
+                   body: bytes) -> tuple[int, bytes]:
+    """POST /correct on an open connection: status and body."""
     writer.write(b"POST /correct HTTP/1.1\r\nHost: " + host.encode() + b"\r\nContent-Type: application/json\r\n"
                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
     await writer.drain()
@@ -74,8 +85,7 @@ async def post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host:
             length = int(value)
     if length is None:
         raise ConnectionError("response without Content-Length")
-    await reader.readexactly(length)
-    return status
+    return status, await reader.readexactly(length)
 
 
 async def client(host: str, port: int, bodies: list[bytes], start: int, measure_from: float, stop_at: float,
@@ -201,6 +211,95 @@ def report(title: str, r: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+# ---- fairness ---------------------------------------------------------------------------------------------
+
+ADVERSARIAL = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(20000))  # no punctuation at all
+SMALL_BODY = json.dumps({"text": "请大家安静，会议马上就要开始了。"}).encode()
+LOAD_TEXT = ("我们去公园散步吧，今天天气很好。" * 20)[:300]
+LONG_TEXT = ("今天天汽很好，我们去公园散步吧。他以经知道自己错了。" * 40)[:1050]
+
+
+async def timed(host: str, port: int, body: bytes) -> tuple[int, bytes, float]:
+    loop = asyncio.get_running_loop()
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), REQUEST_TIMEOUT_S)
+    try:
+        t0 = loop.time()
+        status, answer = await asyncio.wait_for(exchange(reader, writer, f"{host}:{port}", body), 120)
+        return status, answer, loop.time() - t0
+    finally:
+        writer.close()
+
+
+async def fairness(base: str, duration: float) -> dict[str, Any]:
+    parts = urlsplit(base)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    loop = asyncio.get_running_loop()
+    # 1. small requests one after another beside the largest request the server admits
+    texts = [ADVERSARIAL] * 5
+    budget_note = "5 x 20,000"
+    maximal: asyncio.Task[tuple[int, bytes, float]] | None = None
+    for _ in range(3):
+        body = json.dumps({"texts": texts}).encode()
+        maximal = asyncio.create_task(timed(host, port, body))
+        await asyncio.sleep(0.5)
+        if not maximal.done():
+            break
+        status, answer, _ = maximal.result()
+        found = re.search(r"that is ([\d,]+) cost characters", answer.decode("utf-8", "replace"))
+        if status != 413 or not found:
+            break
+        fits = int(found.group(1).replace(",", "")) * 2 // 3  # room for the context of cuts without punctuation
+        per_text = min(20000, max(1, fits // 5))
+        texts = [ADVERSARIAL[:per_text]] * 5
+        budget_note = f"5 x {per_text:,} (the most this server admits)"
+    assert maximal is not None
+    small: list[float] = []
+    statuses: dict[int, int] = {}
+    while not maximal.done():
+        status, _, took = await timed(host, port, SMALL_BODY)
+        statuses[status] = statuses.get(status, 0) + 1
+        if status == 200:
+            small.append(took)
+    big_status, _, big_took = maximal.result()
+    # 2. 1,050-character texts while 8 clients keep sending 300-character texts
+    load_stats = Stats()
+    stop_at = loop.time() + duration
+    load_body = json.dumps({"text": LOAD_TEXT}).encode()
+    clients = [asyncio.create_task(client(host, port, [load_body], 0, loop.time(), stop_at, load_stats))
+               for _ in range(8)]
+    await asyncio.sleep(min(1.0, duration / 4))
+    long_lat: list[float] = []
+    long_statuses: dict[int, int] = {}
+    while loop.time() < stop_at:
+        status, _, took = await timed(host, port, json.dumps({"text": LONG_TEXT}).encode())
+        long_statuses[status] = long_statuses.get(status, 0) + 1
+        if status == 200:
+            long_lat.append(took)
+    await asyncio.gather(*clients)
+    return {
+        "maximal": {"texts": budget_note, "status": big_status, "seconds": big_took},
+        "small_beside_maximal": {"n": len(small), "statuses": {str(k): v for k, v in statuses.items()},
+                                 "p50_ms": percentile(small, 50) * 1000, "p99_ms": percentile(small, 99) * 1000,
+                                 "max_ms": max(small, default=float("nan")) * 1000},
+        "long_under_load": {"n": len(long_lat), "statuses": {str(k): v for k, v in long_statuses.items()},
+                            "p50_ms": percentile(long_lat, 50) * 1000, "p99_ms": percentile(long_lat, 99) * 1000,
+                            "max_ms": max(long_lat, default=float("nan")) * 1000,
+                            "load_rps": load_stats.statuses.get(200, 0) / duration},
+    }
+
+
+def report_fairness(f: dict[str, Any]) -> None:
+    m, s, lo = f["maximal"], f["small_beside_maximal"], f["long_under_load"]
+    print(f"== fairness: small requests beside the largest admitted request ({m['texts']} characters without "
+          f"punctuation: {m['status']} in {m['seconds']:.1f} s)")
+    print(f"   {s['n']} small requests (statuses {s['statuses']}): p50 {s['p50_ms']:.0f} ms   p99 {s['p99_ms']:.0f} ms"
+          f"   max {s['max_ms']:.0f} ms")
+    print(f"== fairness: 1,050-character texts while 8 clients send 300-character texts ({lo['load_rps']:.1f} req/s)")
+    print(f"   {lo['n']} long texts (statuses {lo['statuses']}): p50 {lo['p50_ms']:.0f} ms   p99 {lo['p99_ms']:.0f} ms"
+          f"   max {lo['max_ms']:.0f} ms")
+    sys.stdout.flush()
+
+
 # ---- starting a server -----------------------------------------------------------------------------------
 
 
@@ -255,6 +354,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--texts", type=Path, help="file of texts, one per line (first TSV column), default: built-in")
     ap.add_argument("--limit", type=int, default=1000, help="at most this many texts from --texts")
     ap.add_argument("--texts-per-request", type=int, default=1, help="1 = {'text': ...}; more = {'texts': [...]}")
+    ap.add_argument("--fairness", action="store_true",
+                    help="then measure the fairness figures (small requests beside a maximal one; long texts under load)")
     ap.add_argument("--json", type=Path, help="also write the results here as JSON")
     args = ap.parse_args(argv)
     if not 0 < args.duration <= MAX_DURATION_S:
@@ -266,12 +367,17 @@ def main(argv: list[str] | None = None) -> None:
     texts = read_texts(args.texts, args.limit) if args.texts else SAMPLE_TEXTS
 
     def run(base: str) -> dict[str, Any]:
-        return asyncio.run(drive(base, args.clients, args.duration, args.warmup, texts, args.texts_per_request))
+        out = asyncio.run(drive(base, args.clients, args.duration, args.warmup, texts, args.texts_per_request))
+        if args.fairness:
+            out["fairness"] = asyncio.run(fairness(base, args.duration))
+        return out
 
     results: dict[str, dict[str, Any]] = {}
     if args.url:
         results["server"] = run(check_loopback(args.url))
         report(f"{args.url}", results["server"])
+        if args.fairness:
+            report_fairness(results["server"]["fairness"])
     else:
         modes = [True, False] if args.compare else [not args.no_batching]
         with tempfile.TemporaryDirectory(prefix="csc-load-") as tmp:
@@ -282,6 +388,8 @@ def main(argv: list[str] | None = None) -> None:
                 with started_server(model, extra, Path(tmp) / "server.log") as (base, info):
                     results[name] = r = run(base)
                 report(f"{name} · model {info.get('model')} on {info.get('provider')} · server args {extra}", r)
+                if args.fairness:
+                    report_fairness(r["fairness"])
         if args.compare:
             on, off = results["micro-batching on"], results["micro-batching off"]
             ratio = on["throughput_rps"] / off["throughput_rps"] if off["throughput_rps"] else float("inf")
