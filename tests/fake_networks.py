@@ -61,21 +61,26 @@ MAX_SEQ_LEN = 64
 CHAR_FREQ = 10  # every SAMPLE character's corpus frequency in the tiny bundle's tables
 
 
-def tiny_vocab() -> list[str]:
-    """The tiny bundle's vocabulary: BERT's special tokens and unused slots, ASCII, the SAMPLE characters."""
+def tiny_vocab(padded: bool = True) -> list[str]:
+    """The tiny bundle's vocabulary: BERT's special tokens and unused slots, ASCII, the SAMPLE characters, and
+    unless ``padded`` is False, unused slots up to the networks' vocabulary size (they never match any text)."""
     vocab = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocab += [chr(c) for c in range(33, 127) if not chr(c).isupper()]
     vocab += list(dict.fromkeys(c for c in SAMPLE if c not in vocab))
     vocab += ["##s", "hello", "world"]
     i = 100
-    while len(vocab) < VOCAB_SIZE:
+    while padded and len(vocab) < VOCAB_SIZE:
         vocab.append(f"[unused{i}]")
         i += 1
     return vocab
 
 
+FAKE_VOCAB = tiny_vocab(padded=False)  # the fake bundle's vocabulary
+
+
 class FakeNetworks:
-    """Hand-set networks over a vocabulary, through the interface the Corrector uses (``run``, ``rows_alone``).
+    """Hand-set networks over a vocabulary (default: the fake bundle's), through the interface the Corrector
+    uses (``run``, ``rows_alone``).
 
     Discriminator: P(replaced) of a token is ``rtd[char]``, else ``default_rtd`` (0 on padding).
     Generator, at a token: logit ``own_logit`` for the character as written, the logits of ``prefer[char]``
@@ -91,8 +96,8 @@ class FakeNetworks:
     provider = "fake"
     precision = "fp32"
 
-    def __init__(self, vocab: Sequence[str], rtd: Mapping[str, float] | None = None,
-                 prefer: Mapping[str, Sequence[tuple[str, float]]] | None = None, *,
+    def __init__(self, rtd: Mapping[str, float] | None = None,
+                 prefer: Mapping[str, Sequence[tuple[str, float]]] | None = None, *, vocab: Sequence[str] = FAKE_VOCAB,
                  default_rtd: float = 0.1, own_logit: float = 2.0, rows_alone: bool = False):
         self.vocab = list(vocab)
         self.vocab_size = len(self.vocab)
@@ -127,15 +132,17 @@ class FakeNetworks:
 
 
 def fake_bundle(out: Path) -> Bundle:
-    """The parts of the tiny bundle a Corrector reads besides the networks, written under ``out``."""
+    """The parts of the tiny bundle a Corrector reads besides the networks, written under ``out``. The vocabulary
+    leaves out the unused slots at its end (``FAKE_VOCAB``): every text has the same tokens and ids, and the
+    generator's rows are a few hundred entries long instead of 21128."""
     (out / VOCAB).parent.mkdir(parents=True, exist_ok=True)
-    (out / VOCAB).write_text("\n".join(tiny_vocab()) + "\n", encoding="utf-8")
+    (out / VOCAB).write_text("\n".join(FAKE_VOCAB) + "\n", encoding="utf-8")
     sim = out / SIMILARITY_DIR
     sim.mkdir(exist_ok=True)
     rows = [entry.split(" ") for entry in READINGS.split("|")]
     (sim / PINYIN_FILE).write_text("".join(f"{ch}\t{CHAR_FREQ}\t{r}\n" for ch, r in rows), encoding="utf-8")
     (sim / SHAPE_FILE).write_text("".join(f"{ch}\t{SHAPES.get(ch, '')}\n" for ch, _ in rows), encoding="utf-8")
-    manifest = Manifest(name="fake", vocab_sha256=sha256_file(out / VOCAB), vocab_size=VOCAB_SIZE,
+    manifest = Manifest(name="fake", vocab_sha256=sha256_file(out / VOCAB), vocab_size=len(FAKE_VOCAB),
                         max_seq_len=MAX_SEQ_LEN)
     return Bundle(out, manifest)
 
@@ -150,6 +157,7 @@ def fake_corrector(bundle: Bundle, networks: FakeNetworks | None = None, *, lm: 
     vocab = read_vocab_list(bundle.vocab_path)
     evidence = Evidence(vocab, candidates if candidates is not None else CandidateTable.empty(), tables,
                         CharLM.load(lm) if lm is not None else None)
-    return Corrector(bundle, networks if networks is not None else FakeNetworks(vocab), tables,
-                     CorrectorConfig.from_dict(settings), evidence, ranker)
+    networks = networks if networks is not None else FakeNetworks(vocab=vocab)
+    assert networks.vocab == vocab, "the networks' vocabulary is not the bundle's"
+    return Corrector(bundle, networks, tables, CorrectorConfig.from_dict(settings), evidence, ranker)
 

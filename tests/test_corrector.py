@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import FORCE_EDITS, SAMPLE
-from fake_networks import FakeNetworks, fake_corrector, tiny_vocab
+from fake_networks import FakeNetworks, fake_corrector
 
 from corrector import Correction, Corrector, CorrectorConfig, CorrectorError, Edit
 from corrector.config import parse_confusions
@@ -42,7 +42,6 @@ def edited(c: Correction) -> set[int]:
     return {e.position for e in c.edits}
 
 
-VOCAB = tiny_vocab()
 # what the networks say of a few characters: the discriminator suspects 汽, 末 and 侯; the generator would write
 # 气, 未 and 候 in their place, less and less sure, and 拨 or 打 for 拔, not sure enough
 RTD = {"汽": 0.9, "末": 0.8, "侯": 0.7}
@@ -52,7 +51,7 @@ TYPOS = "汽末侯拔"  # 气未候 applied, most confident first; 拔 kept
 
 @pytest.fixture(scope="module")
 def typos(fake_tiny_bundle) -> Corrector:
-    return fake_corrector(fake_tiny_bundle, FakeNetworks(VOCAB, RTD, PREFER))
+    return fake_corrector(fake_tiny_bundle, FakeNetworks(RTD, PREFER))
 
 
 def test_the_replacements_the_networks_are_sure_of_are_made(typos):
@@ -297,7 +296,7 @@ def test_batch_size_does_not_change_results(fake_tiny_bundle, fake_forced):
 
 def test_networks_run_only_on_texts_with_sites(fake_tiny_bundle):
     """Nothing editable (or everything protected): the networks are not run at all."""
-    nets = FakeNetworks(VOCAB)
+    nets = FakeNetworks()
     fix = fake_corrector(fake_tiny_bundle, nets)
     assert fix.correct_batch(["hello, world 😀", "", "１２３"]) == [Correction(t, t, []) for t in
                                                                  ["hello, world 😀", "", "１２３"]]
@@ -323,7 +322,7 @@ def test_top_k_generator_candidates_per_character(fake_tiny_bundle):
     itself when it is among them (the shortlist is larger than top_k here, so nothing is cut)."""
     text = "今天天汽很好"
     ranked = "北京上海张三李四"  # what the generator prefers at every character of the text, best first
-    nets = FakeNetworks(VOCAB, prefer={c: [(x, 3.0 - j / 4) for j, x in enumerate(ranked)] for c in text},
+    nets = FakeNetworks(prefer={c: [(x, 3.0 - j / 4) for j, x in enumerate(ranked)] for c in text},
                         own_logit=0.0)
     shown = {}
     for top_k in (1, 3, 7):
@@ -452,7 +451,7 @@ def test_explain_probability_is_the_decision(fake_tiny_bundle):
     """Without an LM nothing is re-scored: the characters whose best candidate's explained probability
     is above the threshold are exactly the ones edited, each with that probability as its confidence."""
     text = "我们去公园散步吧他已经知道自己错了"
-    nets = FakeNetworks(VOCAB, prefer=GRADED)
+    nets = FakeNetworks(prefer=GRADED)
     forced = fake_corrector(fake_tiny_bundle, nets, **FORCE_EDITS)
     best = {c.position: c.candidates[0] for c in forced.explain(text).chars}
     cut = sorted(k.score for k in best.values())[len(best) // 2]
@@ -511,7 +510,7 @@ def test_explain_gives_each_character_its_decision(fake_tiny_bundle):
 
     veto = replace(HEURISTIC.scorer_no_lm, veto={"侯候": (1, 9)})  # 侯 -> 候: right once in ten on real pairs
     ranker = replace(HEURISTIC, scorer_no_lm=veto)
-    fix = fake_corrector(fake_tiny_bundle, FakeNetworks(VOCAB, RTD, PREFER), ranker=ranker, max_edits=1)
+    fix = fake_corrector(fake_tiny_bundle, FakeNetworks(RTD, PREFER), ranker=ranker, max_edits=1)
     ex = fix.explain("汽末侯拔。北京，a", protect=["北京"])
     assert ex.correction.target == "气末侯拔。北京，a"
     decisions = [c.decision for c in ex.chars]
@@ -523,7 +522,7 @@ def test_explain_gives_each_character_its_decision(fake_tiny_bundle):
     assert decisions[4:] == ["not editable", *["protected (protect: a word the caller protects)"] * 2,
                              "not editable", "not editable"]
     assert fix.correct("侯", veto_unreliable_pairs=False).target == "候"
-    no_generator = fake_corrector(fake_tiny_bundle, FakeNetworks(VOCAB, RTD, PREFER), top_k=0,
+    no_generator = fake_corrector(fake_tiny_bundle, FakeNetworks(RTD, PREFER), top_k=0,
                                   confusions=[("汽", "气")])
     assert [c.decision for c in no_generator.explain("汽很").chars] == ["applied: 气", "no candidates"]
 

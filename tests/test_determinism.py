@@ -1,4 +1,9 @@
-"""Results never depend on batch composition, batch size, padding or thread count (issue 13, point 1)."""
+"""Results never depend on batch composition, batch size, padding or thread count (issue 13, point 1).
+
+The networks' rows (fp32, dynamically and statically quantised int8) are checked on the exported tiny bundle
+(``needs_torch``); the decoder around them on the same bundle and on hand-set networks (tests/fake_networks.py)
+that run whole padded batches or one row at a time, as the two kinds of ONNX graphs do.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import shutil
 import numpy as np
 import pytest
 from conftest import FORCE_EDITS, SAMPLE
+from fake_networks import FakeNetworks, fake_corrector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,9 +100,26 @@ def forced(request, tiny_bundle, static_bundle):
     return Corrector.load(bundle, device="cpu", precision=request.param.split("-")[0], **FORCE_EDITS)
 
 
+@pytest.fixture(scope="module", params=["padded", "rows-alone"])
+def fake_decoder(request, fake_tiny_bundle):
+    """Hand-set networks with a few sure replacements, run in whole padded batches or one row at a time."""
+    nets = FakeNetworks({"汽": 0.9}, {"汽": [("气", 12.0)], "末": [("未", 10.0)]}, rows_alone=request.param == "rows-alone")
+    return fake_corrector(fake_tiny_bundle, nets, **FORCE_EDITS)
+
+
 @settings(max_examples=25, deadline=None)
 @given(texts=TEXTS, seed=st.integers(0, 2**16))
 def test_texts_alone_or_in_any_batch_get_identical_results(forced, texts, seed):
+    alone_or_in_any_batch(forced, texts, seed)
+
+
+@settings(max_examples=50, deadline=None)
+@given(texts=TEXTS, seed=st.integers(0, 2**16))
+def test_the_decoder_gives_texts_alone_or_in_any_batch_identical_results(fake_decoder, texts, seed):
+    alone_or_in_any_batch(fake_decoder, texts, seed)
+
+
+def alone_or_in_any_batch(forced: Corrector, texts: list[str], seed: int) -> None:
     alone = [forced.correct(t) for t in texts]
     rng = random.Random(seed)
     order = list(range(len(texts)))
@@ -116,30 +139,35 @@ def test_the_forced_corrector_edits(forced):
     assert len(forced.correct(SAMPLE[:40]).edits) >= 5
 
 
-def test_batches_are_cut_by_length_only_for_padded_networks(forced):
+def test_the_fake_forced_corrector_edits(fake_decoder):
+    c = fake_decoder.correct(SAMPLE[:40] + "汽车")
+    assert len(c.edits) >= 5 and c.target[40] == "气"  # the networks' sure replacement
+
+
+def test_batches_are_cut_by_length_only_for_padded_networks(fake_decoder):
     """Rows run alone pay nothing for padding: one batch of mixed lengths; whole padded batches are cut by length."""
     texts = ["天" * n for n in (3, 90, 5, 60, 8, 120, 4, 30)]
-    batches = forced.prepare(texts).batches
-    if forced.networks.rows_alone:
+    batches = fake_decoder.prepare(texts).batches
+    if fake_decoder.networks.rows_alone:
         assert len(batches) == 1
     else:
         assert len(batches) > 1
     assert sum(len(c.text) for b in batches for c in b) == sum(len(t) for t in texts)  # every chunk, once
 
 
-def test_the_next_batch_runs_on_the_networks_while_this_one_is_decided(forced, monkeypatch):
+def test_the_next_batch_runs_on_the_networks_while_this_one_is_decided(fake_decoder, monkeypatch):
     """correct_batch computes each later batch's sites on another thread; the results are those of each text alone."""
     import threading
 
     texts = [SAMPLE[i : i + 25] for i in range(0, 60, 15)]
-    alone = [forced.correct(t).to_dict() for t in texts]
+    alone = [fake_decoder.correct(t).to_dict() for t in texts]
     seen: list[str] = []
-    sites = type(forced).sites
+    sites = type(fake_decoder).sites
 
     def spy(self, batch):
         seen.append(threading.current_thread().name)
         return sites(self, batch)
 
-    monkeypatch.setattr(type(forced), "sites", spy)
-    assert [c.to_dict() for c in forced.correct_batch(texts, batch_size=1)] == alone
+    monkeypatch.setattr(type(fake_decoder), "sites", spy)
+    assert [c.to_dict() for c in fake_decoder.correct_batch(texts, batch_size=1)] == alone
     assert len(seen) == len(texts) and all(name.startswith("sites-ahead") for name in seen)

@@ -425,12 +425,13 @@ def test_name_chars_are_counted_inside_dot_joined_names_and_read_back_as_shares(
     assert shares["特"] == pytest.approx(2 / (3 + NAME_SHRINK)) and shares["唐"] == pytest.approx(2 / (2 + NAME_SHRINK))
 
 
-def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(tiny_bundle):
+def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(fake_tiny_bundle):
     """Leave-one-out: a word the pair itself kept is counted once less on that pair's keep rows."""
-    from corrector import Corrector
+    from fake_networks import fake_corrector
+
     from training.ranker import extract
 
-    fix = Corrector.load(tiny_bundle, device="cpu")
+    fix = fake_corrector(fake_tiny_bundle)
     table = fix.evidence.table
     table.words = {"我们": (2, 0), "公园": (1, 0)}
     fix.evidence = Evidence(fix.vocab, table, fix.tables, None)

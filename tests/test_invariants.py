@@ -1,4 +1,5 @@
-"""Output invariants over many generated inputs, on the tiny bundle with settings that force edits.
+"""Output invariants over many generated inputs, on the tiny bundle's tables over hand-set networks
+(tests/fake_networks.py) with settings that force edits.
 
 Whatever the input, the output has its length, every non-CJK character comes back unchanged, and the
 only characters that differ are the ones the edits name.
@@ -10,6 +11,7 @@ import random
 
 import pytest
 from conftest import SAMPLE
+from fake_networks import FakeNetworks, fake_corrector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,37 +81,37 @@ def check_invariants(text: str, c: Correction) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(TEXT)
-def test_invariants_on_any_text(forced_corrector, text):
-    check_invariants(text, forced_corrector.correct(text))
+def test_invariants_on_any_text(fake_forced, text):
+    check_invariants(text, fake_forced.correct(text))
 
 
 @settings(max_examples=150, deadline=None)
 @given(PLAIN_TEXT)
-def test_every_in_vocab_character_is_edited(forced_corrector, text):
+def test_every_in_vocab_character_is_edited(fake_forced, text):
     """Not vacuous: with forced settings each in-vocab Han character is edited, nothing else is."""
-    c = forced_corrector.correct(text)
+    c = fake_forced.correct(text)
     check_invariants(text, c)
     assert [e.position for e in c.edits] == sorted(editable(text))
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(TEXT, max_size=6))
-def test_batch_invariants(forced_corrector, texts):
-    out = forced_corrector.correct_batch(texts)
+def test_batch_invariants(fake_forced, texts):
+    out = fake_forced.correct_batch(texts)
     assert len(out) == len(texts)
     for text, c in zip(texts, out):
         check_invariants(text, c)
     if texts:
-        assert forced_corrector.correct(texts[0]) == forced_corrector.correct_batch(texts[:1])[0]
+        assert fake_forced.correct(texts[0]) == fake_forced.correct_batch(texts[:1])[0]
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.data())
-def test_protected_words_are_never_edited(forced_corrector, data):
+def test_protected_words_are_never_edited(fake_forced, data):
     text = data.draw(st.lists(st.sampled_from(SAMPLE + "，。 a"), min_size=1, max_size=120).map("".join))
     start = data.draw(st.integers(0, len(text) - 1))
     word = text[start : start + data.draw(st.integers(1, 6))]
-    c = forced_corrector.correct(text, protect=[word])
+    c = fake_forced.correct(text, protect=[word])
     check_invariants(text, c)
     covered = set()
     at = text.find(word)
@@ -125,38 +127,41 @@ def test_protected_words_are_never_edited(forced_corrector, data):
     "", " ", "\n", "\r\n", "\t", "\ud800", "\udfff今", "今\ud800天", "\ud83d\ude00今天",  # a "pair" of lone halves
     "😀", "今天😀天", "，。", "今", "\x00今\x00", "今\u0301天", "豈今", "㍿今天", "……今天", "\u202e今天\u202c",
 ])
-def test_edge_cases(forced_corrector, text):
-    c = forced_corrector.correct(text)
+def test_edge_cases(fake_forced, text):
+    c = fake_forced.correct(text)
     check_invariants(text, c)
     assert {e.position for e in c.edits} == editable(text)
 
 
-def test_traditional_characters(forced_corrector, tiny_corrector):
+def test_traditional_characters(fake_forced, fake_tiny_bundle):
     text = "今天天氣很好，我們去公園散步吧。這件事情沒有那麼簡單"
-    for fix in (forced_corrector, tiny_corrector):
+    sure = fake_corrector(fake_tiny_bundle, FakeNetworks(prefer={"气": [("汽", 12.0)]}))
+    for fix in (fake_forced, sure):
         check_invariants(text, fix.correct(text))
-    c = forced_corrector.correct(text)
+    # 氣 is read as 气; the generator would write 汽 there, and the edit comes back in the text's own script
+    assert [(e.position, e.source, e.target) for e in sure.correct(text).edits] == [(3, "氣", "汽")]
+    c = fake_forced.correct(text)
     # traditional characters are read in their simplified form (氣 as 气) and edited in their own script
     assert {e.position for e in c.edits} == editable(text) > {i for i, ch in enumerate(text) if ch in SAMPLE}
 
 
-def test_hundred_thousand_characters_mostly_not_han(forced_corrector):
+def test_hundred_thousand_characters_mostly_not_han(fake_forced):
     """Cheap at any length when little is editable; edits far into the text map back to the right place."""
     text = list(("hello, world! 😀 \u200f\t" * 6000)[:100_000])
     marks = {10: "今", 31_337: "天", 65_000: "气", 99_999: "好"}
     for i, ch in marks.items():
         text[i] = ch
     text = "".join(text)
-    c = forced_corrector.correct(text)
+    c = fake_forced.correct(text)
     check_invariants(text, c)
     assert {e.position for e in c.edits} == set(marks)
 
 
 @pytest.mark.slow
-def test_hundred_thousand_characters(forced_corrector):
+def test_hundred_thousand_characters(fake_forced):
     rng = random.Random(0)
     pool = list(SAMPLE * 4 + TRADITIONAL + "，。！？\n Hello\t\ud800") + EMOJI
     text = "".join(rng.choices(pool, k=100_000))
-    c = forced_corrector.correct(text)
+    c = fake_forced.correct(text)
     check_invariants(text, c)
     assert c.edits and max(e.position for e in c.edits) > 90_000
