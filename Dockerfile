@@ -6,6 +6,15 @@
 #   CPU image:  docker build --build-arg BASE_IMAGE=python:3.11-slim --build-arg ONNXRUNTIME=onnxruntime \
 #                 -t electra-csc:cpu .
 #
+# Without a Docker daemon, buildah builds and runs the same image (tests/test_container.py does, on a Debian base
+# made with debootstrap, which has no Python: the base stage installs it):
+#   buildah bud --isolation chroot --build-arg BASE_IMAGE=localhost/debian:bookworm \
+#     --build-arg ONNXRUNTIME=onnxruntime -t electra-csc:cpu .
+#   buildah run --isolation chroot --user 10001:10001 $(buildah from electra-csc:cpu) \
+#     python -m service --host 127.0.0.1 --port 8000
+# Behind a TLS-intercepting proxy, pip needs that proxy's CA bundle: mount it where apt does not write and name it,
+#   -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca.crt:ro --build-arg PIP_CERT=/run/host-ca.crt
+#
 # The GPU image also runs without a GPU: the corrector falls back to ONNX Runtime's CPU provider.
 # Needs data/electra_models/default (a bundle written by training/export.py) in the build context: it is
 # installed with the package (as corrector_models), which is where the service finds it by default.
@@ -34,6 +43,8 @@ FROM base AS build
 # onnxruntime-gpu (default) or onnxruntime (CPU-only, much smaller); the version range matches CUDA 12
 ARG ONNXRUNTIME=onnxruntime-gpu
 ARG ONNXRUNTIME_VERSION=">=1.20,<1.27"
+# a CA bundle for pip (a path inside the build), for a network whose proxy intercepts TLS; empty: pip's own
+ARG PIP_CERT=""
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY corrector ./corrector
@@ -47,7 +58,7 @@ RUN pip install "onnxruntime-gpu${ONNXRUNTIME_VERSION}" ".[service]" \
         pip uninstall -y onnxruntime-gpu \
         && pip install "${ONNXRUNTIME}${ONNXRUNTIME_VERSION}"; \
     fi \
-    && python -c "import onnxruntime, service.app; print('onnxruntime', onnxruntime.__version__, onnxruntime.get_available_providers())"
+    && python -c "import onnxruntime, service.app, corrector.batch.command; print('onnxruntime', onnxruntime.__version__, onnxruntime.get_available_providers())"
 
 FROM base AS runtime
 COPY --from=build /opt/venv /opt/venv
