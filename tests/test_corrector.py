@@ -398,8 +398,11 @@ def test_rejects_bad_call_settings(typos):
         typos.correct("今天", top_k=-1)
 
 
-@pytest.mark.parametrize("name, value", [("verify", False), ("mask_suspects", True), ("min_similarity", 0.0),
-                                         ("margin", -100.0), ("confusion_bonus", 100.0), ("mask_threshold", 0.5)])
+RETIRED = [("verify", False), ("mask_suspects", True), ("min_similarity", 0.0), ("margin", -100.0),
+           ("confusion_bonus", 100.0), ("mask_threshold", 0.5)]
+
+
+@pytest.mark.parametrize("name, value", RETIRED)
 def test_retired_settings_from_a_caller_are_errors(typos, name, value):
     """The ranker replaced the hand-set decoder's settings: a caller who passes one learns it is unknown
     (a bundle's old manifest may still carry them; see test_bundle; Corrector.load: test_corrector_e2e)."""

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import FORCE_EDITS, SAMPLE
-from test_corrector import SENTENCES, check, edited, in_vocab_cjk
+from test_corrector import RETIRED, SENTENCES, check, edited, in_vocab_cjk
 
 from corrector import Corrector, CorrectorError
 
@@ -38,7 +38,7 @@ def test_load_passes_its_settings_on(tiny_bundle, forced_corrector):
     assert edited(fix.correct(text, protect=["上海"])) == {6, 7}  # only 李四: 在 is not in the tiny vocab
 
 
-@pytest.mark.parametrize("name, value", [("verify", False), ("mask_suspects", True), ("min_similarity", 0.0)])
+@pytest.mark.parametrize("name, value", RETIRED)
 def test_retired_settings_at_load_are_errors(tiny_bundle, name, value):
     with pytest.raises(CorrectorError, match=name):
         Corrector.load(tiny_bundle, device="cpu", **{name: value})
