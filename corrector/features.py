@@ -142,24 +142,33 @@ class Evidence:
         keys = np.where(self.cand_vid >= 0, entry_row * V + self.cand_vid, -1)
         self.table_order = np.argsort(keys, kind="stable")
         self.table_keys = keys[self.table_order]
-        self._script: tuple[np.ndarray, np.ndarray] | None = None  # see script_filter
+        self._traditional = np.zeros(len(self.vocab), dtype=np.int8)  # see script_filter: 0 unknown, 1 no, 2 yes
+        self._variant_keys: np.ndarray | None = None  # see script_filter
         if lm is not None:
             self.lm_vid = _vocab_lm_ids(self.vocab, lm)
 
-    def script_filter(self) -> tuple[np.ndarray, np.ndarray]:
-        """(per vocab id: a traditional-only character, which simplified text never writes; the sorted keys
+    def script_filter(self, vids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(for each of ``vids``: a traditional-only character, which simplified text never writes; the sorted keys
         src * V + vid of the table's script variants that involve one: 於/于, 後/后). Two simplified characters
-        with different uses (着/著) are candidates of each other. Built on first use (it needs OpenCC)."""
-        if self._script is None:
-            from .script import traditional_only
-
+        with different uses (着/著) are candidates of each other. Each character is looked up with OpenCC the first
+        time it is asked about (the whole vocabulary takes a fifth of a second: too long for a first answer)."""
+        if self._variant_keys is None:
             V = len(self.vocab)
-            traditional = np.array([len(t) == 1 and traditional_only(t) for t in self.vocab], dtype=bool)
-            keys = sorted(self.char_id[a] * V + self.char_id[b] for a, b in self.table.variants
-                          if a in self.char_id and b in self.char_id
-                          and (traditional[self.char_id[a]] or traditional[self.char_id[b]]))
-            self._script = traditional, np.array(keys, dtype=np.int64)
-        return self._script
+            pairs = [(self.char_id[a], self.char_id[b]) for a, b in self.table.variants
+                     if a in self.char_id and b in self.char_id]
+            traditional = self._is_traditional(np.array(pairs, dtype=np.int64).reshape(-1, 2)).tolist()
+            self._variant_keys = np.array(sorted(a * V + b for (a, b), (ta, tb) in zip(pairs, traditional) if ta or tb),
+                                          dtype=np.int64)
+        return self._is_traditional(vids), self._variant_keys
+
+    def _is_traditional(self, vids: np.ndarray) -> np.ndarray:
+        from .script import traditional_only
+
+        todo = np.unique(vids[self._traditional[vids] == 0])
+        if len(todo):
+            self._traditional[todo] = [2 if len(self.vocab[i]) == 1 and traditional_only(self.vocab[i]) else 1
+                                       for i in todo.tolist()]
+        return self._traditional[vids] == 2
 
     def with_lm(self, lm) -> Evidence:
         """The same evidence over another character LM (None: without one); the LM-free tables are shared."""
@@ -218,8 +227,8 @@ class Evidence:
                                     np.zeros(len(site_p), bool)])
         forced = np.concatenate([np.zeros(len(site_s) + len(site_d) + len(site_c), bool), np.ones(len(site_p), bool)])
         keep = (vid >= 0) & (vid != sites.src_id[site])
-        traditional, variant_keys = self.script_filter()  # the user's own pairs excepted: never a traditional-only
-        keep &= is_custom | ~traditional[np.maximum(vid, 0)]  # character, never another script's form of one
+        traditional, variant_keys = self.script_filter(np.maximum(vid, 0))  # the user's own pairs excepted: never
+        keep &= is_custom | ~traditional  # a traditional-only character, never another script's form of one
         if len(variant_keys):
             keep &= is_custom | ~np.isin(sites.src_id[site] * len(self.vocab) + vid, variant_keys)
         site, vid, static, is_custom, forced = site[keep], vid[keep], static[keep], is_custom[keep], forced[keep]
