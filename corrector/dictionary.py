@@ -116,16 +116,15 @@ class WordTable:
         return cls(keys, counts)
 
 
-def write_word_table(bundle: Path) -> Path:
-    """Write ``dictionary/words.npz`` into a bundle directory from jieba's dictionary; returns its path."""
-    from .bundle import Bundle
+def write_word_table(root: Path, vocab_path: Path, vocab_sha256: str) -> Path:
+    """Write ``root/dictionary/words.npz`` from jieba's dictionary for the vocabulary at ``vocab_path`` (whose sha256
+    the manifest records); returns its path. A bundle's writer calls it before it lists the bundle's files."""
     from .tokenize import read_vocab_list
 
-    b = Bundle.load(bundle)
-    vocab = read_vocab_list(b.vocab_path)
+    vocab = read_vocab_list(vocab_path)
     char_id = {t: i for i, t in enumerate(vocab) if len(t) == 1}
-    path = b.file(WORDS)
-    WordTable.from_jieba(char_id, len(vocab)).save(path, b.manifest.vocab_sha256)
+    path = root / WORDS
+    WordTable.from_jieba(char_id, len(vocab)).save(path, vocab_sha256)
     return path
 
 
@@ -134,7 +133,10 @@ def main(argv: list[str] | None = None) -> None:
                                  description=f"Write {WORDS} (jieba's words as the decoder reads them) into a bundle.")
     ap.add_argument("bundle", type=Path, help="model bundle directory")
     args = ap.parse_args(argv)
-    print(write_word_table(args.bundle))  # noqa: T201
+    from .bundle import Bundle
+
+    b = Bundle.load(args.bundle)
+    print(write_word_table(b.path, b.vocab_path, b.manifest.vocab_sha256))  # noqa: T201
 
 
 if __name__ == "__main__":
