@@ -113,7 +113,7 @@ def test_texts_alone_or_in_any_batch_get_identical_results(forced, texts, seed):
     alone_or_in_any_batch(forced, texts, seed)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(texts=TEXTS, seed=st.integers(0, 2**16))
 def test_the_decoder_gives_texts_alone_or_in_any_batch_identical_results(fake_decoder, texts, seed):
     alone_or_in_any_batch(fake_decoder, texts, seed)
