@@ -103,10 +103,10 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
         precision = str(getattr(networks, "precision", "unknown"))
         metrics.model_info.labels(fixer.name, fixer.version, provider, precision).set(1)
         app.state.corrector, app.state.runner = fixer, runner
-        log.info("model %s (%s) on %s (%s graphs); micro-batching %s; %s cost characters per second (%s)",
+        log.info("model %s (%s) on %s (%s graphs); micro-batching %s; admission at %s cost characters per second",
                  fixer.name, fixer.version, provider, precision,
                  f"on (max {settings.max_batch_size} texts, {settings.max_wait_ms:g} ms)" if settings.batching
-                 else "off", f"{rate:,.0f}", "set" if settings.cost_chars_per_s is not None else "measured")
+                 else "off", f"{rate:,.0f}")
         try:
             yield
         finally:
@@ -134,9 +134,10 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
     # the first added runs innermost: request ID, metrics, unexpected errors, shutdown guard, access, body guard
     app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES,
                        timeout=settings.body_timeout_s)
+    keys = settings.keys()
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst) if settings.rate_limit_per_s else None
-    app.add_middleware(AccessMiddleware, keys=settings.keys(), protected=KEYED_PATHS, limiter=limiter,
-                       limited=LIMITED_ROUTES)
+    if keys or limiter is not None:
+        app.add_middleware(AccessMiddleware, keys=keys, protected=KEYED_PATHS, limiter=limiter, limited=LIMITED_ROUTES)
     app.add_middleware(ShutdownGuardMiddleware)
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known_paths(app), mounts=mount_paths(app))

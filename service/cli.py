@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one model call per request instead of gathering concurrent requests")
     b.add_argument("--max-batch-size", type=int, metavar="N", help="texts per model call (default 32)")
     b.add_argument("--max-batch-chars", type=int, metavar="N",
-                   help="characters per model call; bigger requests are split and interleaved (default 1000)")
+                   help="characters per model call (times the request's cost factor); longer texts are cut and "
+                        "interleaved with other requests (default 1000)")
     b.add_argument("--max-wait-ms", type=float, metavar="MS", help="how long a request waits for company (default 5)")
     b.add_argument("--max-concurrent-batches", type=int, metavar="N", help="model calls running at once (default 1)")
     lim = ap.add_argument_group("limits")
@@ -208,7 +209,10 @@ def main(argv: list[str] | None = None) -> None:
     logging.config.dictConfig(log_config(settings.log_level))
     try:  # the model, loaded and timed here: a corrupt graph or a missing GPU is one line, not a traceback
         corrector = load_corrector(settings)
-        settings = settings.model_copy(update={"cost_chars_per_s": model_speed(corrector, settings)})
+        rate = model_speed(corrector, settings)
+        if settings.cost_chars_per_s is None:  # measured here alone; workers on the same cores share it
+            rate /= settings.workers
+        settings = settings.model_copy(update={"cost_chars_per_s": rate})
     except ModelLoadError as e:
         fail(str(e))
     if not keys and not is_loopback(settings.host):

@@ -7,8 +7,9 @@ into seconds.
 
 Admission assumes the scheduler's guarantee (``service/batching.py``): while any request waits for its
 first unit, requests already being served still get at least every other unit, shared round-robin. A
-request is admitted when, at ``share`` of the measured rate, shared with the requests already admitted
-(processor sharing), it and every one of them still finish within their deadlines.
+request is admitted when, with ``share`` of the model shared with the requests already admitted (processor
+sharing; their model time left as measured on their own text), it and every one of them still finish
+within their deadlines.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def cost_factor(settings: dict[str, Any], defaults: Any) -> float:
     return 1.0 + extra
 
 
-def measure_rate(correct_batch: Callable[[list[str]], Any], chars: int = 2000) -> float:
+def measure_rate(correct_batch: Callable[[list[str]], Any], chars: int = 1000) -> float:
     """Cost characters per second of ``correct_batch`` at the default settings, from the better of two
     runs over ``chars`` characters of ordinary text."""
     text = (CALIBRATION_TEXT * (chars // len(CALIBRATION_TEXT) + 1))[:chars]
@@ -79,17 +80,17 @@ def shared_finish_times(costs: Sequence[float]) -> list[float]:
     return out
 
 
-def admit(cost: float, due_in: float, others: Sequence[tuple[float, float]], rate: float, share: float) -> Admission:
-    """May a request of ``cost`` cost characters, due in ``due_in`` seconds, join ``others`` ((remaining
-    cost, seconds to its deadline) of each admitted request still running)? Refused when it could not finish
-    in time even alone, or when it, or a request that would otherwise finish in time, would finish late."""
-    speed = rate * share
-    alone = cost / speed
+def admit(seconds: float, due_in: float, others: Sequence[tuple[float, float]], share: float) -> Admission:
+    """May a request needing ``seconds`` of model time, due in ``due_in`` seconds, join ``others`` ((model
+    seconds left, seconds to its deadline) of each admitted request still running), all of them getting
+    ``share`` of the model together? Refused when it could not finish in time even alone, or when it, or a
+    request that would otherwise finish in time, would finish late."""
+    alone = seconds / share
     if alone > due_in:
         return Admission(False, alone)
-    before = shared_finish_times([c for c, _ in others])
-    after = shared_finish_times([c for c, _ in others] + [cost])
-    harmed = any(a / speed > d >= b / speed for a, b, (_, d) in zip(after, before, others))
-    if harmed or after[-1] / speed > due_in:
-        return Admission(False, alone, sum(min(c, cost) for c, _ in others) / speed)
+    before = shared_finish_times([s for s, _ in others])
+    after = shared_finish_times([s for s, _ in others] + [seconds])
+    harmed = any(a / share > d >= b / share for a, b, (_, d) in zip(after, before, others))
+    if harmed or after[-1] / share > due_in:
+        return Admission(False, alone, sum(min(s, seconds) for s, _ in others) / share)
     return Admission(True, alone)

@@ -12,7 +12,7 @@ from fastapi.responses import FileResponse, Response
 
 from corrector import CorrectorError
 
-from .batching import Refused, ServiceClosing
+from .batching import Refused, ServiceClosing, TooSlow
 from .deps import CorrectorDep, MetricsDep, RunnerDep, SettingsDep
 from .errors import JSONResponse
 from .metrics import CLIENT_GONE
@@ -51,7 +51,8 @@ async def correct(body: CorrectRequest, request: Request, corrector: CorrectorDe
     Any decoding setting (``threshold``, ``max_edits``, ``protect``, ``use_lm``, ...) may be given
     alongside; it applies to every text of the request. A request that could not finish within the
     server's timeout is refused before any work: 413 when it is too large for this server at all, 503
-    (with ``Retry-After``) when the work already admitted leaves no room for it now."""
+    (with ``Retry-After``) when the work already admitted leaves no room for it now; and 413 as soon as
+    the measured speed of its own text shows that the rest cannot finish in time."""
     texts = body.items()
     check_limits(texts, settings)
     check_maxima(body, settings)
@@ -75,6 +76,9 @@ async def correct(body: CorrectRequest, request: Request, corrector: CorrectorDe
             retry = str(max(1, min(round(timeout), math.ceil(e.admission.busy_s))))
             raise HTTPException(503, e.message(), headers={"Retry-After": retry}) from None
         raise HTTPException(413, e.message()) from None
+    except TooSlow as e:
+        metrics.refused.labels("slow").inc()
+        raise HTTPException(413, str(e)) from None
     except ServiceClosing:
         raise HTTPException(503, "the service is shutting down") from None
     except CorrectorError as e:

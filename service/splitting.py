@@ -7,12 +7,14 @@ gets exactly the chunks the whole text gets. So every cut falls on a chunk bound
 
 * preferably after sentence or clause punctuation, outside any protected word (a *soft* cut: jieba never
   joins a word across punctuation, so the piece is corrected exactly as inside the whole text);
-* where a run has no such place within the limit, at any chunk boundary (a *hard* cut). Word-level
+* where a run has no such place within the budget, at any chunk boundary (a *hard* cut). Word-level
   protections (dictionary words, kept words, foreign names) look at the characters around a position, so
-  a piece cut there is run with one extra chunk of context on each side and only its core is kept.
+  a piece cut there is run with the whole chunk before it and the whole chunk after it as context, and only
+  its core is kept.
 
-Every piece is therefore at most ``limit`` characters where ``limit`` holds three chunks (a piece with a
-hard cut carries two chunks of context), and at most three model windows whatever the text.
+A :class:`Cutter` hands a text's pieces out front to back, each as large as the budget of the moment allows
+(the scheduler sizes them by the speed it measures), so a piece is at most ``max(budget, 3 * window)``
+characters with its context.
 """
 
 from __future__ import annotations
@@ -44,22 +46,61 @@ class Piece:
         return self.hi - self.lo
 
 
-def pieces(text: str, limit: int, window: int | None, protect: Iterable[str] = ()) -> list[Piece]:
-    """Pieces whose cores tile ``text``, each at most ``max(limit, 3 * window)`` characters with its context.
+class Cutter:
+    """One text's pieces, front to back. ``window`` is the corrector's chunk size (the model's window,
+    ``max_seq_len - 2``); None: unknown, the text is never cut."""
 
-    ``window`` is the corrector's chunk size (the model's window, ``max_seq_len - 2``); None: unknown, never cut.
-    """
-    n = len(text)
-    if n <= limit or not window:
-        return [Piece(0, n, 0, n)]
-    chunks = chunk_boundaries(text, window)
-    blocked = _inside_protected(text, protect)
-    out: list[Piece] = []
-    for start, end in _soft_spans(text, chunks, limit, blocked):
-        if end - start <= limit:
-            out.append(Piece(start, end, start, end))
-        else:
-            out += _hard_pieces([c for c in chunks if start <= c[0] < end], limit)
+    def __init__(self, text: str, window: int | None, protect: Iterable[str] = ()):
+        self.text = text
+        n = len(text)
+        self.chunks = chunk_boundaries(text, window) if window and n else [(0, n)]
+        blocked = _inside_protected(text, protect) if len(self.chunks) > 1 else set()
+        self.soft = {0, n} | {e for _, e in self.chunks if e < n and text[e - 1] in CUT_AFTER and e not in blocked}
+        self.next = 0  # index of the first chunk not handed out
+
+    @property
+    def done(self) -> bool:
+        return self.next >= len(self.chunks)
+
+    @property
+    def left(self) -> int:
+        """Characters not handed out yet (context not counted)."""
+        return len(self.text) - self.chunks[self.next][0] if not self.done else 0
+
+    def rest_size(self) -> int:
+        """What the model would read for everything that is left, in one piece."""
+        return len(self.text) - self._lo(self.next)
+
+    def take(self, budget: int) -> Piece:
+        """The next piece: as many whole chunks as fit ``budget`` characters with their context (at least one),
+        ending after punctuation when any such place fits."""
+        i = self.next
+        lo = self._lo(i)
+        fit = soft = None
+        for j in range(i + 1, len(self.chunks) + 1):  # the core would be chunks[i:j]
+            end = self.chunks[j - 1][1]
+            hi = end if end in self.soft else self.chunks[j][1]
+            if hi - lo > budget and fit is not None:
+                break
+            fit = (j, end, hi)
+            if end in self.soft:
+                soft = fit
+        assert fit is not None
+        j, end, hi = soft or fit
+        self.next = j
+        return Piece(self.chunks[i][0], end, lo, hi)
+
+    def _lo(self, i: int) -> int:
+        start = self.chunks[i][0]
+        return start if start in self.soft else self.chunks[i - 1][0]
+
+
+def pieces(text: str, limit: int, window: int | None, protect: Iterable[str] = ()) -> list[Piece]:
+    """All of ``text``'s pieces for a fixed budget of ``limit`` characters."""
+    cutter = Cutter(text, window, protect)
+    out = [cutter.take(limit)]
+    while not cutter.done:
+        out.append(cutter.take(limit))
     return out
 
 
@@ -79,42 +120,6 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def chunk_boundaries(text: str, window: int) -> list[tuple[int, int]]:
     """``corrector.text.sentence_chunk_spans(text, window)``, in linear time: the corrector's chunks."""
     return [(s + a, s + b) for s, e in sentence_spans(text) for a, b in chunk_spans(text[s:e], window)]
-
-
-def _soft_spans(text: str, chunks: list[tuple[int, int]], limit: int, blocked: set[int]) -> list[tuple[int, int]]:
-    """Spans tiling the text, cut only after punctuation at chunk boundaries, each at most ``limit``
-    characters where such a place allows (a longer span has no soft cut inside)."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    last_cut: int | None = None
-    for _, end in chunks:
-        if end - start > limit and last_cut is not None and last_cut > start:
-            spans.append((start, last_cut))
-            start = last_cut
-        if end < len(text) and text[end - 1] in CUT_AFTER and end not in blocked:
-            last_cut = end
-    spans.append((start, len(text)))
-    return spans
-
-
-def _hard_pieces(chunks: list[tuple[int, int]], limit: int) -> list[Piece]:
-    """Cut a span (given as its chunks) at chunk boundaries into pieces of at most ``limit`` characters with
-    their context: the chunk before a cut core and the chunk after it (none at the span's own ends)."""
-    out: list[Piece] = []
-    i = 0
-    while i < len(chunks):
-        lo = chunks[i - 1][0] if i > 0 else chunks[i][0]
-        j = i + 1  # the core holds chunks[i:j]; at least one chunk
-        while j < len(chunks) and _hi(chunks, j + 1) - lo <= limit:
-            j += 1
-        out.append(Piece(chunks[i][0], chunks[j - 1][1], lo, _hi(chunks, j)))
-        i = j
-    return out
-
-
-def _hi(chunks: list[tuple[int, int]], j: int) -> int:
-    """The end of a piece whose core ends with ``chunks[j - 1]``: one chunk further unless that is the last."""
-    return chunks[j][1] if j < len(chunks) else chunks[-1][1]
 
 
 def _inside_protected(text: str, words: Iterable[str]) -> set[int]:

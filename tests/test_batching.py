@@ -262,7 +262,7 @@ def test_pieces_with_context_give_the_whole_texts_decisions(forced_corrector):
     def check(text: str) -> None:
         plan = runner.plan([text], options)
         results = correct_with_settings(forced_corrector, plan.piece_texts(), options.as_kwargs())
-        [got] = stitch(plan, results)
+        [got] = stitch(plan.texts, plan.produced, results)
         [want] = correct_with_settings(forced_corrector, [text], options.as_kwargs())
         assert got.to_dict() == want.to_dict()
 

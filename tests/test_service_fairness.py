@@ -19,7 +19,7 @@ from live_server import in_thread
 
 from corrector import Correction
 from service.app import create_app
-from service.batching import DirectRunner, MicroBatcher, Refused, Runner
+from service.batching import DirectRunner, MicroBatcher, Refused, Runner, TooSlow
 from service.cost import admit, cost_factor, shared_finish_times
 from service.schemas import CorrectOptions
 from service.settings import ServiceSettings
@@ -109,7 +109,8 @@ def test_a_small_request_goes_before_the_rest_of_a_long_one(runner_type: type[Ru
             await runner.stop()
 
     calls = asyncio.run(go())
-    assert [kind(c) for c in calls] == ["L", "s", "L", "L", "L", "L"]
+    assert [kind(c) for c in calls] == ["L", "s", "L", "L", "L", "L", "L"]
+    assert len(calls[0][0]) <= 25  # a long request's first piece is a quarter of a unit: its speed is unknown
     assert all(len("".join(c)) <= 100 for c in calls)
 
 
@@ -221,6 +222,63 @@ def test_dearer_settings_make_smaller_units():
     assert max(len("".join(c)) for c in gate.calls) <= 50 and len(gate.calls) >= 10
 
 
+class Dear:
+    """Corrects ``slower`` times more slowly than the rate the runner is told (sleeping ``per_char`` seconds a
+    character), like a text of rare characters. Sleeps only overshoot: measured, it is never faster."""
+
+    name, version = "dear", "0"
+    max_tokens = 22
+
+    def __init__(self, per_char: float):
+        self.per_char = per_char
+        self.calls: list[list[str]] = []
+
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+        self.calls.append(list(texts))
+        time.sleep(self.per_char * sum(map(len, texts)))
+        return [Correction(t, t, []) for t in texts]
+
+
+def test_units_shrink_to_the_speed_measured_on_the_text():
+    """A text 4x dearer than expected: after the first piece (a quarter of a unit), pieces are sized for the
+    speed measured on it, so units keep about their intended time instead of taking 4x longer."""
+    dear = Dear(per_char=4e-5)  # 25,000 characters a second; the runner expects 100,000
+    text = "一二三四五六七八九，" * 300
+    [result] = finish(DirectRunner(dear, max_batch_chars=1000, rate=100_000), [text])
+    assert result.source == text
+    sizes = [len(c[0]) for c in dear.calls]
+    assert sizes[0] <= 250 and max(sizes[1:]) <= 250 + 20, sizes  # a unit's 1,000 characters / 4, plus a chunk
+
+
+def test_a_text_too_dear_to_finish_in_time_ends_after_one_unit():
+    """Admitted at the expected speed, but 50x dearer: the first unit shows it cannot finish within its
+    timeout, so it ends at once with the numbers, instead of running into a 504 with all that work wasted."""
+    dear = Dear(per_char=5e-4)  # 2,000 characters a second; the runner expects 100,000
+
+    async def go() -> None:
+        runner = DirectRunner(dear, max_batch_chars=1000, rate=100_000)
+        await runner.start()
+        try:
+            with pytest.raises(TooSlow, match="characters per second"):
+                await runner.correct(["一二三四五六七八九，" * 500], PLAIN, timeout=0.5)
+        finally:
+            await runner.stop()
+
+    asyncio.run(go())
+    assert len(dear.calls) == 1
+
+
+def finish(runner: Runner, texts: list[str]) -> list[Correction]:
+    async def go() -> list[Correction]:
+        await runner.start()
+        try:
+            return await runner.correct(texts, PLAIN)
+        finally:
+            await runner.stop()
+
+    return asyncio.run(go())
+
+
 # ---- admission -------------------------------------------------------------------------------------------
 
 
@@ -231,14 +289,14 @@ def test_shared_finish_times():
 
 
 def test_admit():
-    # rate 1000, share 0.5: 500 cost characters a second for this request
-    assert admit(5000, 10, [], 1000, 0.5).ok
-    refused = admit(5001, 10, [], 1000, 0.5)
+    # share 0.5: this request gets half the model
+    assert admit(5.0, 10, [], 0.5).ok
+    refused = admit(5.001, 10, [], 0.5)
     assert not refused.ok and refused.alone_s > 10
-    assert admit(500, 10, [(4000, 10)], 1000, 0.5).ok  # 4000 + 500 still ends by 9 s
-    busy = admit(2000, 10, [(4000, 10)], 1000, 0.5)  # the 4000 would end at 12 s instead of 8
+    assert admit(0.5, 10, [(4.0, 10)], 0.5).ok  # 4 + 0.5 s of model time still end by 9 s
+    busy = admit(2.0, 10, [(4.0, 10)], 0.5)  # the 4 s one would end at 12 s instead of 8
     assert not busy.ok and busy.alone_s == 4 and busy.busy_s == 4
-    assert admit(2000, 10, [(4000, -1)], 1000, 0.5).ok  # one already late is not made late by this one
+    assert admit(2.0, 10, [(4.0, -1)], 0.5).ok  # one already late is not made late by this one
 
 
 @pytest.fixture(scope="module")
