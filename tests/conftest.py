@@ -2,8 +2,8 @@
 model), and the same bundle's tables over hand-set fake networks (tests/fake_networks.py), which need neither.
 
 Tests that use the exported bundle are marked ``needs_torch`` (automatically, through the ``tiny_bundle`` fixture)
-and are skipped where torch is not installed: ``pytest -m "not needs_torch"`` runs the rest in an environment with
-the library's own dependencies only (tests/test_without_torch.py checks that).
+and are skipped where torch is not installed. The decoder's test files (tests/test_without_torch.py lists them and
+checks this) pass with ``-m "not needs_torch"`` where only the library's own dependencies and the test tools are.
 """
 
 from __future__ import annotations
