@@ -10,8 +10,9 @@ Each client keeps one HTTP/1.1 connection and sends POST /correct back to back u
 batch-size histogram taken from the server's /metrics (difference over the measured window).
 
 ``--fairness`` then measures what docs/service.md bounds: the latency of small requests sent one after
-another while the largest request the server admits runs (5 texts without punctuation: every unit a
-hard cut), and the latency of 1,050-character texts while 8 clients keep sending 300-character texts.
+another while the largest request the server admits runs (5 texts of ordinary text, then 5 of random rare
+characters without punctuation: the dearest text, every cut a hard one), and the latency of
+1,050-character texts while 8 clients keep sending 300-character texts.
 Only loopback addresses are accepted; every run stops by itself.
 """
 
@@ -213,7 +214,16 @@ def report(title: str, r: dict[str, Any]) -> None:
 
 # ---- fairness ---------------------------------------------------------------------------------------------
 
-ADVERSARIAL = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(20000))  # no punctuation at all
+def _gb2312(i: int) -> str:
+    """The i-th character of GB2312 (6,763 hanzi, the rarer half from 3,755 on: all in the model's vocabulary)."""
+    row, cell = divmod(i % (72 * 94), 94)
+    try:
+        return bytes([0xB0 + row, 0xA1 + cell]).decode("gb2312")
+    except UnicodeDecodeError:
+        return "的"
+
+
+ADVERSARIAL = "".join(_gb2312(i * 7919) for i in range(20000))  # scattered hanzi, no punctuation at all
 SMALL_BODY = json.dumps({"text": "请大家安静，会议马上就要开始了。"}).encode()
 LOAD_TEXT = ("我们去公园散步吧，今天天气很好。" * 20)[:300]
 LONG_TEXT = ("今天天汽很好，我们去公园散步吧。他以经知道自己错了。" * 40)[:1050]
@@ -230,28 +240,29 @@ async def timed(host: str, port: int, body: bytes) -> tuple[int, bytes, float]:
         writer.close()
 
 
-async def fairness(base: str, duration: float) -> dict[str, Any]:
-    parts = urlsplit(base)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    loop = asyncio.get_running_loop()
-    # 1. small requests one after another beside the largest request the server admits
-    texts = [ADVERSARIAL] * 5
-    budget_note = "5 x 20,000"
+async def beside_maximal(host: str, port: int, text: str) -> dict[str, Any]:
+    """Small requests one after another while the largest request of 5 x ``text`` (cut to what the server
+    admits, from the numbers in its 413) runs."""
+    size = len(text)
     maximal: asyncio.Task[tuple[int, bytes, float]] | None = None
-    for _ in range(3):
-        body = json.dumps({"texts": texts}).encode()
-        maximal = asyncio.create_task(timed(host, port, body))
-        await asyncio.sleep(0.5)
+    for _ in range(5):
+        maximal = asyncio.create_task(timed(host, port, json.dumps({"texts": [text[:size]] * 5}).encode()))
+        await asyncio.sleep(1.0)
         if not maximal.done():
             break
         status, answer, _ = maximal.result()
-        found = re.search(r"that is ([\d,]+) cost characters", answer.decode("utf-8", "replace"))
-        if status != 413 or not found:
+        message = answer.decode("utf-8", "replace")
+        budget = re.search(r"that is ([\d,]+) cost characters", message)
+        slow = re.search(r"about ([\d,]+) characters per second.* of the ([\d.]+) s timeout", message)
+        if status != 413 or not (budget or slow):
             break
-        fits = int(found.group(1).replace(",", "")) * 2 // 3  # room for the context of cuts without punctuation
-        per_text = min(20000, max(1, fits // 5))
-        texts = [ADVERSARIAL[:per_text]] * 5
-        budget_note = f"5 x {per_text:,} (the most this server admits)"
+        if budget:  # room for the context of cuts without punctuation
+            size = min(size, int(budget.group(1).replace(",", "")) * 2 // 3 // 5)
+        else:
+            assert slow is not None
+            speed, timeout = int(slow.group(1).replace(",", "")), float(slow.group(2))
+            size = min(size * 2 // 3, int(speed * timeout * 0.4) // 5)
+        size = max(1, size)
     assert maximal is not None
     small: list[float] = []
     statuses: dict[int, int] = {}
@@ -261,7 +272,18 @@ async def fairness(base: str, duration: float) -> dict[str, Any]:
         if status == 200:
             small.append(took)
     big_status, _, big_took = maximal.result()
-    # 2. 1,050-character texts while 8 clients keep sending 300-character texts
+    return {"texts": f"5 x {size:,}", "status": big_status, "seconds": big_took, "n": len(small),
+            "statuses": {str(k): v for k, v in statuses.items()}, "p50_ms": percentile(small, 50) * 1000,
+            "p99_ms": percentile(small, 99) * 1000, "max_ms": max(small, default=float("nan")) * 1000}
+
+
+async def fairness(base: str, duration: float) -> dict[str, Any]:
+    parts = urlsplit(base)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    loop = asyncio.get_running_loop()
+    ordinary = await beside_maximal(host, port, (LONG_TEXT * 20)[:20000])
+    adversarial = await beside_maximal(host, port, ADVERSARIAL)
+    # 1,050-character texts while 8 clients keep sending 300-character texts
     load_stats = Stats()
     stop_at = loop.time() + duration
     load_body = json.dumps({"text": LOAD_TEXT}).encode()
@@ -277,10 +299,7 @@ async def fairness(base: str, duration: float) -> dict[str, Any]:
             long_lat.append(took)
     await asyncio.gather(*clients)
     return {
-        "maximal": {"texts": budget_note, "status": big_status, "seconds": big_took},
-        "small_beside_maximal": {"n": len(small), "statuses": {str(k): v for k, v in statuses.items()},
-                                 "p50_ms": percentile(small, 50) * 1000, "p99_ms": percentile(small, 99) * 1000,
-                                 "max_ms": max(small, default=float("nan")) * 1000},
+        "beside_ordinary_maximal": ordinary, "beside_adversarial_maximal": adversarial,
         "long_under_load": {"n": len(long_lat), "statuses": {str(k): v for k, v in long_statuses.items()},
                             "p50_ms": percentile(long_lat, 50) * 1000, "p99_ms": percentile(long_lat, 99) * 1000,
                             "max_ms": max(long_lat, default=float("nan")) * 1000,
@@ -289,11 +308,14 @@ async def fairness(base: str, duration: float) -> dict[str, Any]:
 
 
 def report_fairness(f: dict[str, Any]) -> None:
-    m, s, lo = f["maximal"], f["small_beside_maximal"], f["long_under_load"]
-    print(f"== fairness: small requests beside the largest admitted request ({m['texts']} characters without "
-          f"punctuation: {m['status']} in {m['seconds']:.1f} s)")
-    print(f"   {s['n']} small requests (statuses {s['statuses']}): p50 {s['p50_ms']:.0f} ms   p99 {s['p99_ms']:.0f} ms"
-          f"   max {s['max_ms']:.0f} ms")
+    for key, what in (("beside_ordinary_maximal", "ordinary text"),
+                      ("beside_adversarial_maximal", "random rare characters without punctuation")):
+        m = f[key]
+        print(f"== fairness: small requests beside the largest admitted request of {what} ({m['texts']} "
+              f"characters: {m['status']} in {m['seconds']:.1f} s)")
+        print(f"   {m['n']} small requests (statuses {m['statuses']}): p50 {m['p50_ms']:.0f} ms   "
+              f"p99 {m['p99_ms']:.0f} ms   max {m['max_ms']:.0f} ms")
+    lo = f["long_under_load"]
     print(f"== fairness: 1,050-character texts while 8 clients send 300-character texts ({lo['load_rps']:.1f} req/s)")
     print(f"   {lo['n']} long texts (statuses {lo['statuses']}): p50 {lo['p50_ms']:.0f} ms   p99 {lo['p99_ms']:.0f} ms"
           f"   max {lo['max_ms']:.0f} ms")
