@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -80,23 +81,26 @@ class Corrector:
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
         graphs, cpu_graphs = bundle.onnx_files(precision)
-        networks = OnnxNetworks(graphs, device, threads, cpu_graphs,
-                                dynamic_int8=not bundle.int8_static)  # issue 13: rows never mix
-        tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
-        cand_dir = bundle.file(CANDIDATES_DIR)
-        candidates = CandidateTable.load(cand_dir) if cand_dir.is_dir() else CandidateTable.empty()
-        lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
-        char_lm = _load_lm(lm_path) if lm is not None or lm_path.is_dir() else None
-        ranker = HEURISTIC
-        if bundle.file(RANKER).is_file():
-            try:
-                ranker = RankerWeights.from_dict(json.loads(bundle.file(RANKER).read_text(encoding="utf-8")))
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
-        if "shortlist" not in settings and "shortlist" not in bundle.corrector_defaults and "shortlist" in ranker.meta:
-            config = config.with_overrides(shortlist=int(ranker.meta["shortlist"]))  # what the ranker was chosen with
-        words = WordTable.load(bundle.file(WORDS), bundle.manifest.vocab_sha256) if bundle.file(WORDS).is_file() else None
-        evidence = Evidence(read_vocab_list(bundle.vocab_path), candidates, tables, char_lm, words)
+        with ThreadPoolExecutor(1, thread_name_prefix="onnx-load") as pool:  # the sessions build in C++, without
+            sessions = pool.submit(OnnxNetworks, graphs, device, threads, cpu_graphs,  # the GIL, as the tables load
+                                   dynamic_int8=not bundle.int8_static)  # issue 13: rows never mix
+            tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
+            cand_dir = bundle.file(CANDIDATES_DIR)
+            candidates = CandidateTable.load(cand_dir) if cand_dir.is_dir() else CandidateTable.empty()
+            lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
+            char_lm = _load_lm(lm_path) if lm is not None or lm_path.is_dir() else None
+            ranker = HEURISTIC
+            if bundle.file(RANKER).is_file():
+                try:
+                    ranker = RankerWeights.from_dict(json.loads(bundle.file(RANKER).read_text(encoding="utf-8")))
+                except (OSError, ValueError, KeyError, TypeError) as e:
+                    raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
+            if "shortlist" not in settings and "shortlist" not in bundle.corrector_defaults and "shortlist" in ranker.meta:
+                config = config.with_overrides(shortlist=int(ranker.meta["shortlist"]))  # what the ranker was chosen with
+            words = bundle.file(WORDS)
+            evidence = Evidence(read_vocab_list(bundle.vocab_path), candidates, tables, char_lm,
+                                WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
+            networks = sessions.result()
         return cls(bundle, networks, tables, config, evidence, ranker)
 
     def with_lm(self, lm: str | Path | None) -> Corrector:
