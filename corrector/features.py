@@ -138,8 +138,9 @@ class Evidence:
         self._keys_of: dict[str, tuple[str, ...]] = {}
         self._wkeys: tuple[np.ndarray, ...] | None = None
         V = len(self.vocab)
-        entry_row = np.repeat(np.arange(len(candidates.offsets) - 1), np.diff(candidates.offsets))
-        keys = np.where(self.cand_vid >= 0, entry_row * V + self.cand_vid, -1)
+        keys = np.repeat(np.arange(len(candidates.offsets) - 1, dtype=np.int64) * V, np.diff(candidates.offsets))
+        keys += self.cand_vid  # row * V + vid, in place: two fewer arrays of the table's length
+        keys[self.cand_vid < 0] = -1
         self.table_order = np.argsort(keys, kind="stable")
         self.table_keys = keys[self.table_order]
         self._traditional = np.zeros(len(self.vocab), dtype=np.int8)  # see script_filter: 0 unknown, 1 no, 2 yes

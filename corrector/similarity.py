@@ -158,13 +158,20 @@ class SimilarityTables:
         self._readings = readings
         self._freq = freq
         self._shape_table = shape
-        self._by_reading: dict[str, list[str]] = {}  # TONE3 reading → chars having it
-        self._by_syllable: dict[str, list[str]] = {}  # toneless syllable → chars having it
-        for ch, rs in readings.items():
-            for r in rs:
-                self._by_reading.setdefault(r, []).append(ch)
-            for syl in dict.fromkeys(split_reading(r)[0] for r in rs):
-                self._by_syllable.setdefault(syl, []).append(ch)
+        self._index: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None  # see _by_sound
+
+    def _by_sound(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(TONE3 reading → chars having it, toneless syllable → chars having it), made on first use."""
+        if self._index is None:
+            by_reading: dict[str, list[str]] = {}
+            by_syllable: dict[str, list[str]] = {}
+            for ch, rs in self._readings.items():
+                for r in rs:
+                    by_reading.setdefault(r, []).append(ch)
+                for syl in dict.fromkeys(split_reading(r)[0] for r in rs):
+                    by_syllable.setdefault(syl, []).append(ch)
+            self._index = by_reading, by_syllable
+        return self._index
 
     @classmethod
     def load(cls, directory: str | Path) -> SimilarityTables:
@@ -209,12 +216,13 @@ class SimilarityTables:
         """Characters that sound alike (sim > 0), best similarity first, then most frequent."""
         best: dict[str, float] = {}  # filled weakest tier first so that stronger tiers overwrite
         own = self.readings(ch)
+        by_reading, by_syllable = self._by_sound()
         for syl in {v for r in own for v in fuzzy_variants(split_reading(r)[0])}:
-            best.update(dict.fromkeys(self._by_syllable.get(syl, ()), FUZZY_SYLLABLE))
+            best.update(dict.fromkeys(by_syllable.get(syl, ()), FUZZY_SYLLABLE))
         for syl in {split_reading(r)[0] for r in own}:
-            best.update(dict.fromkeys(self._by_syllable.get(syl, ()), SAME_SYLLABLE))
+            best.update(dict.fromkeys(by_syllable.get(syl, ()), SAME_SYLLABLE))
         for r in own:
-            best.update(dict.fromkeys(self._by_reading.get(r, ()), SAME_READING))
+            best.update(dict.fromkeys(by_reading.get(r, ()), SAME_READING))
         best.pop(ch, None)
         scored = sorted(best.items(), key=lambda cs: (-cs[1], -self.frequency(cs[0]), cs[0]))
         return scored[:k]
