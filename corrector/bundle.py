@@ -46,6 +46,7 @@ SIMILARITY_DIR = "similarity"
 CANDIDATES_DIR = "candidates"
 LM_DIR = "lm"
 RANKER = "ranker.json"
+WORDS = "dictionary/words.npz"  # corrector.dictionary
 REQUIRED_FILES = (
     "discriminator/config.json",
     "discriminator/model.safetensors",

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from .bundle import WORDS
 from .kept_forms import CharIds, word_key
 from .types import CorrectorError
 from .user_cache import private_dir
 
-WORDS = "dictionary/words.npz"  # in a bundle, beside manifest.json
 LENGTHS = (2, 3)  # the word lengths the features look up
 
 _lock = threading.Lock()
