@@ -5,6 +5,7 @@
     python -m corrector --set top_k=10 "..."       # any decoding setting
     python -m corrector similar 己                  # sound and shape neighbours
     python -m corrector batch --input corpus.txt --output out/   # corrector/batch/: a corpus, locally or on Ray
+    python -m corrector settings                    # every decoding setting, with the value in force
 
 Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.export --hf``.
 """
@@ -35,7 +36,8 @@ def correct_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m corrector",
         description="Correct Chinese spelling errors. Other commands: 'similar CHAR' (sound and shape "
-                    "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray).",
+                    "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray), 'settings' (every "
+                    "decoding setting with the value in force).",
         epilog=EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
@@ -61,7 +63,8 @@ def decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--lm", help="another character LM: a training.char_lm directory, or a KenLM .arpa/.klm file "
                                  "(needs the kenlm module)")
     ap.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
-                    help="any corrector setting (see corrector/config.py), VALUE parsed as JSON when it can be, "
+                    help="any decoding setting ('python -m corrector settings' lists them with the values in force), "
+                         "VALUE parsed as JSON when it can be, "
                          "e.g. --set use_lm=false --set top_k=10; repeatable, applied after the flags above")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--precision", choices=PRECISIONS, default="auto",
@@ -123,6 +126,8 @@ def main(argv: list[str] | None = None) -> None:
             from .batch.command import run_batch
 
             code = run_batch(argv[1:])
+        elif argv and argv[0] == "settings":
+            code = run_settings(argv[1:])
         else:
             code = run_correct(argv)
     except (CliError, CorrectorError) as e:
@@ -158,6 +163,31 @@ def run_correct(argv: list[str]) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+    return 0
+
+
+def run_settings(argv: list[str]) -> int:
+    """``python -m corrector settings [--model DIR]``: every decoding setting, with the value in force for the bundle
+    (its manifest's tuned defaults, its ranker's threshold) and what it does."""
+    ap = argparse.ArgumentParser(prog="python -m corrector settings", description=run_settings.__doc__)
+    _model_args(ap)
+    args = ap.parse_args(argv)
+    from .bundle import MANIFEST, RANKER
+    from .config import settings_table
+    from .model_path import default_model_path
+
+    root = Path(args.model) if args.model else default_model_path()
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        ranker = json.loads((root / RANKER).read_text(encoding="utf-8")) if (root / RANKER).is_file() else {}
+    except (OSError, ValueError) as e:
+        raise CliError(f"cannot read the bundle at {root}: {e}") from None
+    in_force = dict(manifest.get("corrector_defaults", {}))
+    if "threshold" not in in_force and "threshold" in ranker:
+        in_force["threshold"] = ranker["threshold"]  # with the LM; the networks alone: threshold_no_lm
+    if "shortlist" not in in_force and "shortlist" in ranker.get("meta", {}):
+        in_force["shortlist"] = ranker["meta"]["shortlist"]
+    print(settings_table(in_force))
     return 0
 
 

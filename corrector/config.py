@@ -1,35 +1,56 @@
-"""Decoding settings. A bundle's manifest carries tuned defaults; callers override any of them per call."""
+"""Decoding settings, each declared once: name, type, default, bounds and doc, as a field of ``CorrectorConfig``.
+
+Everything else derives from these fields: validation here, the CLI's ``--set`` and its settings list, the
+service's request schema (``service/schemas.py``), and the settings table of the docs (``settings_table``).
+A bundle's manifest carries tuned defaults (``corrector_defaults``); callers override any setting per call.
+"""
 
 from __future__ import annotations
 
+import typing
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
+
+REQUEST = "request"  # a setting a request may set (the service's schema has it)
+SERVER = "server"  # a resource setting only the server's operator sets
+
+
+def setting(default: Any, doc: str, *, lo: float | None = None, hi: float | None = None, who: str = REQUEST) -> Any:
+    """A CorrectorConfig field: its default, what it does, its bounds (inclusive) and who may set it."""
+    meta = {"doc": doc, "lo": lo, "hi": hi, "who": who}
+    if isinstance(default, tuple):
+        return field(default_factory=lambda: default, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
 class CorrectorConfig:
-    threshold: float | None = None  # apply an edit when its probability is above this; None = the bundle's
-    use_lm: bool = True  # score candidates with the bundle's character n-gram LM (False: networks only)
-    shortlist: int = 8  # candidates per character that get the full scoring (LM, words)
-    top_k: int = 10  # the generator's most probable characters join each character's candidates
-    max_edits: int = 0  # per sentence, most confident first; 0 = no limit
-    protect_dictionary_words: bool = False  # never edit inside a multi-character jieba word (a hard block;
-    #                                          by default dictionary words are one feature among others)
-    protect_kept_words: int = 0  # never edit inside a 2- or 3-character word that the real training pairs kept as
-    #                               written at least this many times and never corrected (报导, 部份 in Taiwan-style
-    #                               text; the bundle's candidates/words.npz); 0 = off
-    protect_foreign_names: float = 0.0  # never edit inside a run of 3 or more characters that the corpus writes
-    #                                      inside dot-joined foreign names (唐纳德·特朗普) at least this share of the
-    #                                      time: 柯林顿, 哈玛斯 (the bundle's candidates/names.npz); 0 = off
-    protect_regional_forms: bool = True  # never make an edit that only writes a word another region's way: OpenCC's
-    #                                       Taiwan conversion (s2twp) gives the same text with and without it
-    #                                       (计画/计划, 爱滋/艾滋, 想像/想象, 馀/余); a script change, not a spelling fix
-    veto_unreliable_pairs: bool = True  # never make an edit a -> b that the bundle's ranker got wrong most of the
-    #                                      time decoding the real training pairs (its ranker.json "veto": 甚 -> 什,
-    #                                      他 -> 她 in Taiwan-style text; training.pair_veto)
-    batch_size: int = 32  # chunks per ONNX call
-    protect: tuple[str, ...] = field(default_factory=tuple)  # words never edited inside
-    confusions: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (A, B): B always considered for A
+    threshold: float | None = setting(
+        None, "apply an edit when its confidence is above this; unset: the bundle's", lo=0.0, hi=1.0)
+    use_lm: bool = setting(True, "score candidates with the bundle's character n-gram LM (false: the networks only)")
+    shortlist: int = setting(8, "candidates per character that get the full scoring (LM, words)", lo=1, hi=1000)
+    top_k: int = setting(10, "the generator's most probable characters that join each character's candidates",
+                         lo=0, hi=1000)
+    max_edits: int = setting(0, "most edits per sentence, the most confident first; 0: no limit", lo=0, hi=1_000_000)
+    protect_dictionary_words: bool = setting(
+        False, "never edit inside a multi-character jieba word (a hard block; by default dictionary words are one "
+        "feature among others)")
+    protect_kept_words: int = setting(
+        0, "never edit inside a 2- or 3-character word that the real training pairs kept as written at least this "
+        "many times and never corrected (报导, 部份 in Taiwan-style text); 0: off", lo=0, hi=1_000_000)
+    protect_foreign_names: float = setting(
+        0.0, "never edit inside a run of 3 or more characters that the corpus writes inside dot-joined foreign names "
+        "at least this share of the time (柯林顿, 哈玛斯); 0: off", lo=0.0, hi=1.0)
+    protect_regional_forms: bool = setting(
+        True, "never make an edit that only writes a word another region's way (计划/计画, 艾滋/爱滋); in simplified "
+        "text an edit to the mainland's form is made")
+    veto_unreliable_pairs: bool = setting(
+        True, "never make an edit a → b that the bundle's ranker got wrong most of the time on the real training "
+        "pairs (甚→什 in Taiwan-style text)")
+    batch_size: int = setting(32, "chunks per ONNX call", lo=1, hi=4096, who=SERVER)
+    protect: tuple[str, ...] = setting((), "words never edited inside (a call's words add to the configured ones)")
+    confusions: tuple[tuple[str, str], ...] = setting(
+        (), "[A, B] pairs of single characters: B is always a candidate for A")
 
     @classmethod
     def from_dict(cls, d: dict) -> CorrectorConfig:
@@ -37,37 +58,48 @@ class CorrectorConfig:
 
     def with_overrides(self, **kw: Any) -> CorrectorConfig:
         """A copy with ``kw`` applied (None leaves a setting as it is); ValueError names a bad one."""
-        known = {f.name: f for f in fields(self)}
-        unknown = set(kw) - set(known)
+        unknown = set(kw) - set(KINDS)
         if unknown:
             raise ValueError(f"unknown corrector setting(s): {', '.join(sorted(unknown))}")
         clean = {k: _coerce(k, v) for k, v in kw.items() if v is not None}
-        return replace(self, **clean).validated() if clean else self
-
-    def validated(self) -> CorrectorConfig:
-        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must be within [0, 1], got {self.threshold}")
-        for name in ("shortlist", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("top_k", "max_edits", "protect_kept_words"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not 0.0 <= self.protect_foreign_names <= 1.0:
-            raise ValueError(f"protect_foreign_names must be within [0, 1], got {self.protect_foreign_names}")
-        return self
+        return replace(self, **clean) if clean else self
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-_KINDS = {"threshold": float, "use_lm": bool, "shortlist": int, "top_k": int, "max_edits": int,
-          "protect_dictionary_words": bool, "protect_kept_words": int, "protect_foreign_names": float,
-          "protect_regional_forms": bool, "veto_unreliable_pairs": bool, "batch_size": int}
+def _kind(hint: Any) -> Any:
+    """The setting's value type: float, int, bool, or tuple for the two lists (``X | None`` gives X)."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is tuple or hint is tuple:
+        return tuple
+    if args and typing.get_origin(hint) is not None and typing.get_origin(hint) is not tuple:
+        return _kind(args[0])
+    return hint
+
+
+_HINTS = typing.get_type_hints(CorrectorConfig)
+SETTINGS = {f.name: f for f in fields(CorrectorConfig)}  # name -> its declaration (a dataclass Field)
+KINDS: dict[str, Any] = {name: _kind(_HINTS[name]) for name in SETTINGS}
+OPTIONAL = frozenset(name for name in SETTINGS if type(None) in typing.get_args(_HINTS[name]))
+
+
+def doc(name: str) -> str:
+    return str(SETTINGS[name].metadata["doc"])
+
+
+def bounds(name: str) -> tuple[float | None, float | None]:
+    meta = SETTINGS[name].metadata
+    return meta["lo"], meta["hi"]
+
+
+def request_settings() -> list[str]:
+    """The settings a request may set, in declaration order."""
+    return [name for name, f in SETTINGS.items() if f.metadata["who"] == REQUEST]
 
 
 def _coerce(name: str, value: Any) -> Any:
-    """Check a setting's type; ints pass as floats, nothing else is converted."""
+    """Check a setting's type and bounds; ints pass as floats, a whole float as an int, nothing else converts."""
     if name == "protect":
         if isinstance(value, str):
             return (value,)  # one word, not its characters
@@ -80,18 +112,44 @@ def _coerce(name: str, value: Any) -> Any:
             if not (isinstance(a, str) and isinstance(b, str) and len(a) == 1 and len(b) == 1):
                 raise ValueError(f"confusion pairs are single characters, got {a!r} -> {b!r}")
         return pairs
-    kind = _KINDS[name]
+    kind = KINDS[name]
     if kind is bool:
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be true or false, got {value!r}")
         return value
     if kind is int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # 3.0 is the integer 3, as in JSON Schema
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{name} must be an integer, got {value!r}")
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{name} must be a number, got {value!r}")
-    return float(value)
+    else:
+        value = float(value)
+    lo, hi = bounds(name)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ValueError(f"{name} must be within {_range(name)}, got {value}")
+    return value
+
+
+def _range(name: str) -> str:
+    ends = [x for x in bounds(name) if x is not None]
+    return "[" + ", ".join(str(int(x)) if float(x).is_integer() else f"{x:g}" for x in ends) + "]"
+
+
+def settings_table(in_force: dict[str, Any] | None = None) -> str:
+    """A markdown table of every setting: name, type, default (``in_force``: a bundle's values in force), doc."""
+    names = {float: "number", int: "integer", bool: "boolean", tuple: "list"}
+    defaults = {**CorrectorConfig().to_dict(), **(in_force or {})}
+    rows = ["| setting | type | default | what it does |", "|---|---|---|---|"]
+    for name in SETTINGS:
+        lo, hi = bounds(name)
+        kind = names[KINDS[name]] + (f" in {_range(name)}" if lo is not None else "")
+        value = defaults[name]
+        shown = "unset" if value is None else ("[]" if value == () else str(value).lower()
+                                                 if isinstance(value, bool) else str(value))
+        rows.append(f"| `{name}` | {kind} | {shown} | {doc(name)} |")
+    return "\n".join(rows)
 
 
 def parse_confusions(text: str) -> list[tuple[str, str]]:
