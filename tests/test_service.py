@@ -24,8 +24,9 @@ STATIC = Path(__file__).resolve().parents[1] / "service" / "static"
 
 @pytest.fixture(scope="module")
 def client(tiny_bundle) -> Iterator[TestClient]:
-    """The real lifespan: the model is loaded from settings.model_dir."""
-    with TestClient(create_app(ServiceSettings(model_dir=tiny_bundle))) as c:
+    """The real lifespan: the model is loaded from settings.model_dir and its speed measured (a long timeout,
+    so that admission never refuses the large texts below on a slow machine)."""
+    with TestClient(create_app(ServiceSettings(model_dir=tiny_bundle, request_timeout_s=600))) as c:
         yield c
 
 

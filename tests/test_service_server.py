@@ -92,8 +92,9 @@ def test_bad_flags_are_rejected(tmp_path):
 def test_sigterm_lets_the_request_in_flight_finish(tiny_bundle, tmp_path):
     port = free_port()
     cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port), "--model", str(tiny_bundle),
-           "--device", "cpu", "--shutdown-timeout", "60"]
-    text = ("今天天汽很好，我们去公园散步吧。" * 1400)[:20000]  # a second or more of work
+           "--device", "cpu", "--shutdown-timeout", "60", "--request-timeout", "300",
+           "--cost-chars-per-s", "1000000"]  # admitted on a slow machine too
+    text = ("今天天汽很好，我们去公园散步吧。" * 400)[:5000]  # a second or more of work
     with server(cmd, {}, tmp_path / "server.log", port) as (proc, base), ThreadPoolExecutor(1) as pool:
         pending = pool.submit(http, "POST", f"{base}/correct", {"text": text}, 120)
         time.sleep(0.3)
@@ -109,7 +110,7 @@ def test_sigterm_past_the_grace_period_answers_json_503(tiny_bundle, tmp_path):
     """Before: uvicorn cancelled the request and answered a plain-text 500, with a CancelledError traceback."""
     port = free_port()
     cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port), "--model", str(tiny_bundle),
-           "--device", "cpu", "--shutdown-timeout", "1", "--request-timeout", "300"]
+           "--device", "cpu", "--shutdown-timeout", "1", "--request-timeout", "300", "--cost-chars-per-s", "1000000"]
     texts = [("今天天汽很好，我们去公园散步吧。" * 1400)[:20000]] * 5  # far more than a second of work
     log = tmp_path / "server.log"
     with server(cmd, {}, log, port) as (proc, base), ThreadPoolExecutor(1) as pool:
