@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    create_model,
+    model_validator,
+)
 
-from corrector import Correction
+from corrector import Correction, config
 
 Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Char = Annotated[str, StringConstraints(min_length=1, max_length=1)]
 Pair = Annotated[list[Char], Field(min_length=2, max_length=2)]
-Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 def _whole(value: Any) -> Any:
@@ -21,13 +28,6 @@ def _whole(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
-
-
-# the one rule for every integer field (bounds inside, so that the JSON Schema says minimum and maximum)
-Shortlist = Annotated[Annotated[int, Field(ge=1, le=1000)], BeforeValidator(_whole)]
-TopK = Annotated[Annotated[int, Field(ge=0, le=1000)], BeforeValidator(_whole)]
-Count = Annotated[Annotated[int, Field(ge=0, le=1_000_000)], BeforeValidator(_whole)]
-BatchSize = Annotated[Annotated[int, Field(ge=1, le=4096)], BeforeValidator(_whole)]
 
 
 def _frozen(value: Any) -> Any:
@@ -50,56 +50,48 @@ class CorrectOptions:
         return dict(self.settings)
 
 
-class DecodingSettings(BaseModel):
-    """Every decoding setting of ``corrector/config.py`` a request may change; absent = the server's.
+class _Settings(BaseModel):
+    """Decoding settings of ``corrector/config.py``; absent = the server's.
 
-    Types are strict (``"0.5"`` is not a number, ``"no"`` is not a boolean); ranges are checked here, and
-    whatever depends on the model (e.g. a confusion pair) by the corrector, as a 422 too."""
+    Types are strict (``"0.5"`` is not a number, ``"no"`` is not a boolean; a whole float is that integer, as in
+    JSON Schema); ranges are checked here, and whatever depends on the model (e.g. a confusion pair) by the
+    corrector, as a 422 too."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-
-    threshold: Unit | None = Field(default=None,
-                                   description="apply an edit when its probability is above this (default: the model's)")
-    use_lm: bool | None = Field(default=None, description="score candidates with the bundle's character LM")
-    shortlist: Shortlist | None = Field(
-        default=None, description="candidates per character fully scored (the server may set a lower maximum)")
-    top_k: TopK | None = Field(
-        default=None, description="the generator's best characters as candidates (the server may set a lower maximum)")
-    max_edits: Count | None = Field(default=None, description="most edits per sentence; 0 = no limit")
-    protect_dictionary_words: bool | None = Field(default=None,
-                                                  description="never edit inside a multi-character jieba word")
-    protect_kept_words: Count | None = Field(default=None,
-                                             description="never edit inside a word the real training pairs kept as "
-                                                         "written at least this many times and never corrected; 0 = off")
-    protect_foreign_names: Unit | None = Field(
-        default=None, description="never edit inside a run of 3+ characters written inside dot-joined foreign names at "
-        "least this share of the time in the corpus (柯林顿, 哈玛斯); 0 = off")
-    protect_regional_forms: bool | None = Field(
-        default=None, description="never make an edit that only writes a word another region's way (计画/计划, "
-        "爱滋/艾滋: the same text in OpenCC's Taiwan conversion)")
-    veto_unreliable_pairs: bool | None = Field(
-        default=None, description="never make an edit a → b that the model's ranker got wrong most of the time on the "
-        "real training pairs (甚→什, 他→她)")
-    protect: list[Word] | None = Field(default=None, max_length=1000, description="words never edited inside")
-    confusions: list[Pair] | None = Field(default=None, max_length=1000,
-                                          description='[A, B] pairs: B is always a candidate for A, e.g. [["己", "已"]]')
 
     def settings(self) -> dict[str, Any]:
         """The settings given (CorrectorConfig names), as plain values."""
         return {name: getattr(self, name) for name in type(self).model_fields
-                if name in DECODING_NAMES and getattr(self, name) is not None}
+                if name in config.SETTINGS and getattr(self, name) is not None}
 
 
-class ServerDecodingSettings(DecodingSettings):
-    """``--corrector-settings``: the per-request settings plus the resource one a client may not choose."""
+def _field(name: str) -> tuple[Any, Any]:
+    """The request field of a decoding setting, from its declaration (type, bounds, doc)."""
+    kind, (lo, hi) = config.KINDS[name], config.bounds(name)
+    extra: dict[str, Any] = {}
+    if name == "protect":
+        kind, extra = list[Word], {"max_length": 1000}
+    elif name == "confusions":
+        kind, extra = list[Pair], {"max_length": 1000, "examples": [[["己", "已"]]]}
+    elif kind is int:  # the one rule for every integer field (bounds inside: the JSON Schema has them)
+        kind = Annotated[Annotated[int, Field(ge=lo, le=hi)], BeforeValidator(_whole)]
+    elif kind is float:
+        kind = Annotated[float, Field(ge=lo, le=hi)]
+    return kind | None, Field(default=None, description=config.doc(name), **extra)
 
-    batch_size: BatchSize | None = Field(default=None, description="chunks per ONNX call")
 
-    def settings(self) -> dict[str, Any]:
-        out = super().settings()
-        if self.batch_size is not None:
-            out["batch_size"] = self.batch_size
-        return out
+if TYPE_CHECKING:
+    class DecodingSettings(_Settings): ...
+
+    class ServerDecodingSettings(DecodingSettings): ...
+else:  # each setting from its one declaration in corrector/config.py
+    DecodingSettings = create_model(
+        "DecodingSettings", __base__=_Settings, __doc__="Every decoding setting a request may change.",
+        **{name: _field(name) for name in config.request_settings()})
+    ServerDecodingSettings = create_model(  # --corrector-settings
+        "ServerDecodingSettings", __base__=DecodingSettings,
+        __doc__="The per-request settings plus the resource ones a client may not choose.",
+        **{name: _field(name) for name in config.SETTINGS if name not in config.request_settings()})
 
 
 def _request_schema(schema: dict[str, Any]) -> None:

@@ -19,16 +19,14 @@ characters with its context.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from corrector.text import CLAUSE_END, SENTENCE_END, chunk_spans
+from corrector.text import CLAUSE_END, SENTENCE_END, sentence_chunk_spans
 
 CUT_AFTER = frozenset(SENTENCE_END + CLAUSE_END)
 # where corrector.text.split_sentences ends a sentence: a run of sentence-final marks and the closing quotes
 # after it (tests/test_batching.py checks that the two agree)
-_SENTENCE_TAIL = re.compile(f"[{re.escape(SENTENCE_END)}]+[”’」』）)]*")
 
 
 @dataclass(frozen=True)
@@ -104,22 +102,9 @@ def pieces(text: str, limit: int, window: int | None, protect: Iterable[str] = (
     return out
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """The sentences of ``corrector.text.split_sentences`` as spans, found in linear time (that function's
-    regular expression takes quadratic time on a long text without sentence-final punctuation)."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for m in _SENTENCE_TAIL.finditer(text):
-        spans.append((start, m.end()))
-        start = m.end()
-    if start < len(text):
-        spans.append((start, len(text)))
-    return spans
-
-
 def chunk_boundaries(text: str, window: int) -> list[tuple[int, int]]:
-    """``corrector.text.sentence_chunk_spans(text, window)``, in linear time: the corrector's chunks."""
-    return [(s + a, s + b) for s, e in sentence_spans(text) for a, b in chunk_spans(text[s:e], window)]
+    """The corrector's chunks of ``text``: ``corrector.text.sentence_chunk_spans(text, window)``."""
+    return sentence_chunk_spans(text, window)
 
 
 def _inside_protected(text: str, words: Iterable[str]) -> set[int]:
