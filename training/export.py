@@ -31,6 +31,7 @@ from corrector.bundle import (
     Bundle,
     sha256_file,
 )
+from corrector.dictionary import write_word_table
 from corrector.manifest import Manifest
 from corrector.tokenize import read_vocab_list
 from corrector.types import CorrectorError
@@ -109,6 +110,7 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
             metrics=portable(metrics or {}),
             corrector_defaults=corrector_defaults or {},
         )
+        write_word_table(tmp, tmp / VOCAB, manifest.vocab_sha256)  # jieba's words, read fast at start-up
         if evidence is not None:
             evidence.copy_into(tmp, manifest)
         _finish(tmp, out, manifest)
