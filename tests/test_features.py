@@ -10,7 +10,8 @@ import pytest
 from corrector.candidates import CandidateTable
 from corrector.char_lm import CharLM
 from corrector.dictionary import WordTable
-from corrector.features import COL, FEATURES, Evidence, Sites, _name_like
+from corrector.features import COL, FEATURES, Evidence, Sites
+from corrector.features.words import _name_like
 from corrector.kept_forms import kept_word_value
 from corrector.runtime import LogProbs
 from corrector.similarity import SimilarityTables
@@ -442,3 +443,11 @@ def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(fake
         keep = t.X[:, COL["keep"]] == 1
         assert t.X[keep, COL["kept_word"]].tolist() == pytest.approx(expect)
         assert not t.X[~keep, COL["kept_word"]].any()
+
+
+def test_every_feature_column_is_filled_by_exactly_one_module():
+    """The registry names which module fills which columns; adding evidence is one module and one entry."""
+    from corrector.features import REGISTRY
+
+    filled = [name for names, _ in REGISTRY for name in names]
+    assert sorted(filled) == sorted(FEATURES) and len(filled) == len(set(filled))
