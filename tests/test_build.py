@@ -1,0 +1,158 @@
+"""python -m training.build: the shipped recipe (training/recipes/default.toml), sizes shrunk, end to end on a tiny
+data folder; a second run skips every stage, a changed setting runs that stage and those that read it again."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from test_training_pipeline import CORPUS
+
+from training import build
+
+DEFAULT = ROOT / "training" / "recipes" / "default.toml"
+
+# Only sizes change (and the name); every stage, command and flag is default.toml's. (old, new, how many times)
+TINY = [
+    ('name = "default"', 'name = "tiny"', 1),
+    ('init = "{pretrain_cpu}/snapshots/tok0080.0M"', 'init = "{pretrain_cpu}"', 1),
+    ('"--config", "cpu-g4"', '"--config", "debug"', 2),
+    ('"--max-steps", "24500"', '"--max-steps", "4", "--batch-size", "4", "--seq-len", "32"', 1),
+    ('"--stop-after", "19532"', '"--stop-after", "3"', 1),
+    ('"--batch-size", "512", "--seq-len", "64"', '"--batch-size", "4", "--seq-len", "32"', 1),
+    ('"--max-steps", "5567"', '"--max-steps", "3"', 1),
+    ('"--batch-size", "128"', '"--batch-size", "4"', 1),
+    ('"--max-steps", "7000"', '"--max-steps", "3"', 1),
+    ('"--eval-every", "500"', '"--eval-every", "2"', 1),
+    ('"--eval-every", "1000"', '"--eval-every", "2"', 2),
+    ('"--n", "300000"', '"--n", "60"', 1),
+    ('"--holdout", "1000"', '"--holdout", "5"', 7),
+    ('"--in-domain-holdout", "1000"', '"--in-domain-holdout", "5"', 1),
+    ('"--prune", "0,0,5,8"', '"--prune", "0,0,0,0", "--vocab-size", "300"', 1),
+    ('"--max-changed", "0.05"', '"--max-changed", "1"', 1),
+]
+
+
+def tiny_recipe(path: Path) -> Path:
+    text = DEFAULT.read_text(encoding="utf-8")
+    for old, new, count in TINY:
+        assert text.count(old) == count, old  # default.toml changed shape: update TINY
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def tiny_data(root: Path) -> Path:
+    """The data folder layout of docs/training.md, with tests/test_training_pipeline.py's tiny corpus."""
+    (root / "corpus").mkdir(parents=True)
+    (root / "csc").mkdir()
+    with gzip.open(root / "corpus" / "tiny.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(CORPUS) + "\n")
+    clauses = list(dict.fromkeys(c for line in CORPUS for c in re.split("[，。]", line) if len(c) >= 4))
+    pairs = [f"{c[:1]}{'的' if c[1] != '的' else '地'}{c[2:]}\t{c}\n" for c in clauses]  # one error each
+    half = len(pairs) // 2
+    files = {"sighan_train.tsv": pairs[:half], "csc_hard_train.tsv": pairs[half:],
+             "sighan15_test.tsv": pairs[::2], "wang271k_dev.tsv": pairs[1::2]}
+    for name, lines in files.items():
+        (root / "csc" / name).write_text("".join(lines), encoding="utf-8")
+    return root
+
+
+def stages_said(out: str) -> dict[str, str]:
+    """{stage: "runs" | "up to date"} from the build's log lines."""
+    said: dict[str, str] = {}
+    for line in out.splitlines():
+        if line.startswith("== ") and ":" in line and not line.startswith("== bundle"):
+            stage, what = line[3:].split(":", 1)
+            said.setdefault(stage, "up to date" if what.strip() == "up to date" else "runs")
+    return said
+
+
+@pytest.mark.slow
+def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, capsys):
+    from corrector import Corrector
+
+    recipe, data, out = tiny_recipe(tmp_path / "tiny.toml"), tiny_data(tmp_path / "data"), tmp_path / "build"
+    args = ["--recipe", str(recipe), "--data", str(data), "--out", str(out)]
+    names = [s.name for s in build.load_recipe(str(recipe)).stages]
+    assert build.main(args) == 0
+    assert stages_said(capsys.readouterr().out) == dict.fromkeys(names, "runs")
+
+    fixer = Corrector.load(out / "bundle", device="cpu")
+    text = "今天天汽很好，hello！"
+    assert len(fixer.correct(text).target) == len(text)
+    assert fixer.has_lm and fixer.bundle.manifest.ranker["fitted"] and fixer.networks.joint
+    assert fixer.name == "default"  # the export's --name
+    recorded = fixer.bundle.manifest.provenance["recipe"]
+    assert recorded["name"] == "tiny" and recorded["sha256"] == hashlib.sha256(recipe.read_bytes()).hexdigest()
+    assert [s["name"] for s in recorded["settings"]["stage"]] == names
+    assert set(fixer.bundle.manifest.metrics) == {"sighan15_test", "sighan15_test_no_lm", "dev_split_lm_cross_fitted",
+                                                  "dev_split_no_lm"}
+    assert fixer.bundle.manifest.corrector_defaults == {"protect_foreign_names": 0.005, "protect_kept_words": 3}
+    assert (out / "finetune" / "provenance.json").is_file() and (out / "lm" / "folds").is_dir()
+
+    records = {n: (out / "state" / f"{n}.json").read_text(encoding="utf-8") for n in names}
+    assert build.main(args) == 0  # everything done: nothing runs
+    assert stages_said(capsys.readouterr().out) == dict.fromkeys(names, "up to date")
+    assert {n: (out / "state" / f"{n}.json").read_text(encoding="utf-8") for n in names} == records
+
+    # one setting of the vetoes changed: that stage and the two that start from its bundle run again
+    recipe.write_text(recipe.read_text(encoding="utf-8").replace('"--min-edits", "5"', '"--min-edits", "4"'),
+                      encoding="utf-8")
+    assert build.main([*args, "--plan"]) == 0
+    planned = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    again = ("veto", "threshold", "metrics")
+    assert planned == {n: ("runs" if n in again else "up to date") for n in names}
+    assert build.main(args) == 0
+    assert stages_said(capsys.readouterr().out) == {n: ("runs" if n in again else "up to date") for n in names}
+    veto = json.loads((out / "bundle" / "ranker.json").read_text(encoding="utf-8"))["meta"]["veto"]
+    assert veto["min_edits"] == 4
+
+
+def test_bad_recipes_and_arguments_exit_with_one_line(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    cases = {
+        "missing.toml": "does not exist",
+        "nostage.toml": "no [[stage]] tables",
+        "forward.toml": "reads {later}, which is not an earlier stage",
+        "module.toml": "is neither a training module",
+        "key.toml": "unknown keys ['runs']",
+    }
+    (tmp_path / "nostage.toml").write_text('name = "x"\n', encoding="utf-8")
+    (tmp_path / "forward.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.prepare", "{later}"]]\n'
+                                           '[[stage]]\nname = "later"\nrun = [["training.prepare"]]\n', encoding="utf-8")
+    (tmp_path / "module.toml").write_text('[[stage]]\nname = "a"\nrun = [["os.system", "ls"]]\n', encoding="utf-8")
+    (tmp_path / "key.toml").write_text('[[stage]]\nname = "a"\nruns = []\n', encoding="utf-8")
+    for name, message in cases.items():
+        assert build.main(["--recipe", str(tmp_path / name), "--data", str(data), "--out", str(tmp_path / "o")]) == 1
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, (name, err)
+    # a stage whose command fails stops the build there and says which
+    (tmp_path / "fails.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.prepare", "--corpus", '
+                                         '"{data}/none", "--out", "{a}"]]\n', encoding="utf-8")
+    assert build.main(["--recipe", str(tmp_path / "fails.toml"), "--data", str(data), "--out", str(tmp_path / "o")]) == 1
+    assert "stage 'a': python -m training.prepare failed" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "state" / "a.json").exists()
+    assert build.main(["--recipe", "default", "--data", str(data), "--out", str(tmp_path / "o"),
+                       "--init-from", str(tmp_path)]) == 1
+    assert "no discriminator/ there" in capsys.readouterr().err
+
+
+def test_default_recipe_plan_names_every_stage_in_order(tmp_path, capsys):
+    (tmp_path / "data").mkdir()
+    assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),
+                       "--plan"]) == 0
+    plan = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert plan == ["prepare", "similarity", "splits", "candidates", "lm", "csc_data", "pretrain_cpu", "pretrain",
+                    "finetune", "export", "evidence", "ranker", "veto", "threshold", "metrics"]
+    pair = tmp_path / "pair"
+    (pair / "discriminator").mkdir(parents=True)
+    assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),
+                       "--init-from", str(pair), "--plan"]) == 0
+    assert "pretrain_cpu     skipped (--init-from)" in capsys.readouterr().out
