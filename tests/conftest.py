@@ -18,10 +18,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 from fake_networks import CHAR_FREQ, MAX_SEQ_LEN, SAMPLE, fake_bundle, fake_corrector, tiny_vocab
+from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from corrector import Corrector
     from corrector.bundle import Bundle
+
+# no test depends on the machine's speed: hypothesis neither times examples nor calls slow generation a failure
+settings.register_profile("any_speed", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("any_speed")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import threading
@@ -35,6 +36,19 @@ def server(cmd: list[str], env: dict[str, str], log: Path, port: int) -> Iterato
     """Start ``cmd`` (output to ``log``), wait until /ready answers 200, yield; SIGTERM it if still running."""
     with running(cmd, log, port, env, ready_timeout=90) as r:
         yield r.proc, r.base
+
+
+def wait_in_flight(base: str, timeout: float = 60) -> None:
+    """Return once the server is handling a request besides this scrape of /metrics (a fixed sleep is not enough on
+    a loaded machine: the request may not have reached the server yet)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _, body = http("GET", f"{base}/metrics", timeout=10)
+        m = re.search(rb"^csc_http_requests_in_flight (\S+)$", body, re.M)
+        if m and float(m.group(1)) >= 2:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"no request in flight at {base} after {timeout} s")
 
 
 def stop_gracefully(proc: subprocess.Popen[bytes], log: Path) -> None:

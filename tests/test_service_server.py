@@ -6,12 +6,11 @@ import json
 import re
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import FORCE_EDITS
-from live_server import REPO, free_port, http, server, stop_gracefully
+from live_server import REPO, free_port, http, server, stop_gracefully, wait_in_flight
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +96,7 @@ def test_sigterm_lets_the_request_in_flight_finish(tiny_bundle, tmp_path):
     text = ("今天天汽很好，我们去公园散步吧。" * 400)[:5000]  # a second or more of work
     with server(cmd, {}, tmp_path / "server.log", port) as (proc, base), ThreadPoolExecutor(1) as pool:
         pending = pool.submit(http, "POST", f"{base}/correct", {"text": text}, 120)
-        time.sleep(0.3)
+        wait_in_flight(base)
         assert not pending.done()
         stop_gracefully(proc, tmp_path / "server.log")
         status, body = pending.result()
@@ -115,7 +114,7 @@ def test_sigterm_past_the_grace_period_answers_json_503(tiny_bundle, tmp_path):
     log = tmp_path / "server.log"
     with server(cmd, {}, log, port) as (proc, base), ThreadPoolExecutor(1) as pool:
         pending = pool.submit(http, "POST", f"{base}/correct", {"texts": texts}, 120)
-        time.sleep(0.5)
+        wait_in_flight(base)
         assert not pending.done()
         stop_gracefully(proc, log)
         status, body = pending.result()
