@@ -22,7 +22,8 @@ TINY = [
     ('name = "default"', 'name = "tiny"', 1),
     ('init = "{pretrain_cpu}/snapshots/tok0080.0M"', 'init = "{pretrain_cpu}"', 1),
     ('"--config", "cpu-g4"', '"--config", "debug"', 2),
-    ('"--max-steps", "24500"', '"--max-steps", "4", "--batch-size", "4", "--seq-len", "32"', 1),
+    ('"--max-steps", "24500"', '"--max-steps", "4"', 1),
+    ('"--batch-size", "64", "--seq-len", "64"', '"--batch-size", "4", "--seq-len", "32"', 1),
     ('"--stop-after", "19532"', '"--stop-after", "3"', 1),
     ('"--batch-size", "512", "--seq-len", "64"', '"--batch-size", "4", "--seq-len", "32"', 1),
     ('"--max-steps", "5567"', '"--max-steps", "3"', 1),
@@ -113,6 +114,13 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     veto = json.loads((out / "bundle" / "ranker.json").read_text(encoding="utf-8"))["meta"]["veto"]
     assert veto["min_edits"] == 4
 
+    # from a given pair: the from-scratch pretraining is skipped, the pretraining from the pair and all after it run
+    assert build.main([*args, "--init-from", str(out / "pretrain_cpu"), "--plan"]) == 0
+    planned = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    after = names[names.index("pretrain"):]
+    assert planned == {n: "skipped (--init-from)" if n == "pretrain_cpu" else "runs" if n in after else "up to date"
+                       for n in names}
+
 
 def test_bad_recipes_and_arguments_exit_with_one_line(tmp_path, capsys):
     data = tmp_path / "data"
@@ -156,3 +164,48 @@ def test_default_recipe_plan_names_every_stage_in_order(tmp_path, capsys):
     assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),
                        "--init-from", str(pair), "--plan"]) == 0
     assert "pretrain_cpu     skipped (--init-from)" in capsys.readouterr().out
+
+
+def flags(recipe: build.Recipe, stage: str, module: str) -> dict[str, str]:
+    """The flags of a stage's command of ``module``, each with the value after it ("" for a switch)."""
+    (cmd,) = [c for s in recipe.stages if s.name == stage for c in s.run if c[0] == module]
+    return {a: (cmd[i + 1] if i + 1 < len(cmd) and not cmd[i + 1].startswith("--") else "")
+            for i, a in enumerate(cmd) if a.startswith("--")}
+
+
+def test_default_recipe_is_what_the_shipped_manifest_records():
+    recipe = build.load_recipe("default")
+    manifest = json.loads((ROOT / "data" / "electra_models" / "default" / "manifest.json").read_text(encoding="utf-8"))
+    prov, ranker = manifest["provenance"], manifest["ranker"]
+    gpu = flags(recipe, "pretrain", "training.pretrain")
+    assert int(gpu["--max-steps"]) == prov["pretraining"]["step"]
+    tokens = int(gpu["--max-steps"]) * int(gpu["--batch-size"]) * int(gpu["--seq-len"])
+    added = prov["pretraining"]["tokens_seen"] - prov["pretraining"]["init_from"]["tokens_seen"]
+    assert abs(tokens - added) / added < 0.01  # (padding makes a step's tokens a little less than its size)
+    cpu = flags(recipe, "pretrain_cpu", "training.pretrain")
+    assert int(cpu["--stop-after"]) * int(cpu["--batch-size"]) * int(cpu["--seq-len"]) == prov["pretraining"]["init_from"]["tokens_seen"]
+    assert gpu["--config"] == cpu["--config"] == prov["pretraining"]["model_config"]
+    ft = flags(recipe, "finetune", "training.finetune")
+    assert int(ft["--max-steps"]) == prov["finetune"]["steps"] and ft["--keep"] == "last"
+    assert ft["--generator-body"] == "discriminator" and prov["generator_body"].startswith("the discriminator's")
+    lm = flags(recipe, "lm", "training.char_lm")
+    assert [int(x) for x in lm["--prune"].split(",")] == manifest["lm"]["prune"]
+    assert int(lm["--order"]) == manifest["lm"]["order"] and lm["--smoothing"] == manifest["lm"]["smoothing"]
+    assert int(lm["--in-domain-weight"]) == manifest["lm"]["in_domain"]["weight"]
+    assert int(lm["--in-domain-folds"]) == ranker["rows_lm"]["folds"]
+    cand = flags(recipe, "candidates", "training.candidates")
+    assert int(cand["--pool-size"]) == manifest["candidates"]["pool_size"]
+    assert float(cand["--min-pinyin"]) == manifest["candidates"]["min_pinyin"]
+    fit = flags(recipe, "ranker", "training.ranker")
+    assert fit["--products"].split(",") == ranker["products"] and "--blend-on-dev" in fit
+    assert (int(fit["--shortlist"]), int(fit["--hidden"]), float(fit["--max-fpr"])) == (
+        ranker["shortlist"], ranker["hidden"], ranker["max_fpr"])
+    veto = flags(recipe, "veto", "training.pair_veto")
+    assert (int(veto["--min-edits"]), float(veto["--max-precision"])) == (ranker["veto"]["min_edits"],
+                                                                          ranker["veto"]["max_precision"])
+    chosen = flags(recipe, "threshold", "training.threshold")
+    assert float(chosen["--max-changed"]) == ranker["threshold_rule"]["max_changed"]
+    assert float(chosen["--max-fpr"]) == ranker["threshold_rule"]["max_fpr"]
+    (write,) = [c for s in recipe.stages if s.name == "evidence" for c in s.run if c[0] == "write_json"]
+    assert json.loads(write[2]) == manifest["corrector_defaults"]
+    assert flags(recipe, "export", "training.export")["--cpu-onnx"] == manifest["cpu_onnx"]

@@ -222,15 +222,16 @@ class Builder:
         (self.state_dir / f"{stage.name}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
     def plan(self) -> list[tuple[str, str]]:
-        """(stage, what happens to it) for every stage, as far as can be told before running any."""
-        out, rerun = [], False
+        """(stage, what happens to it) for every stage: it runs when it is not up to date or reads a stage that runs."""
+        out: list[tuple[str, str]] = []
+        runs: set[str] = set()
         for stage in self.recipe.stages:
             if self.skipped(stage):
                 out.append((stage.name, "skipped (--init-from)"))
-            elif not rerun and self.up_to_date(stage):
+            elif self.up_to_date(stage) and not runs & set(stage.needs):
                 out.append((stage.name, "up to date"))
             else:
-                rerun = rerun or bool(self.record(stage.name))
+                runs.add(stage.name)
                 out.append((stage.name, "runs"))
         return out
 
