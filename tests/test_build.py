@@ -131,7 +131,10 @@ def test_bad_recipes_and_arguments_exit_with_one_line(tmp_path, capsys):
         "forward.toml": "reads {later}, which is not an earlier stage",
         "module.toml": "is neither a training module",
         "key.toml": "unknown keys ['runs']",
+        "reserved.toml": "(not data, init, state, bundle), got 'bundle'",
     }
+    (tmp_path / "reserved.toml").write_text('[[stage]]\nname = "bundle"\nrun = [["training.prepare"]]\n',
+                                            encoding="utf-8")
     (tmp_path / "nostage.toml").write_text('name = "x"\n', encoding="utf-8")
     (tmp_path / "forward.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.prepare", "{later}"]]\n'
                                            '[[stage]]\nname = "later"\nrun = [["training.prepare"]]\n', encoding="utf-8")

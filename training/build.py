@@ -39,6 +39,7 @@ from typing import Any
 RECIPES = Path(__file__).resolve().parent / "recipes"
 PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 HELPERS = ("write_json", "merge_json")
+RESERVED = ("data", "init", "state", "bundle")  # placeholders, and OUT's own folders
 STAGE_KEYS = {"name", "run", "bundle_from", "init_flag", "skip_with_init"}
 
 
@@ -97,9 +98,9 @@ def load_recipe(name_or_path: str) -> Recipe:
     stages: list[Stage] = []
     for i, table in enumerate(settings.get("stage", [])):
         name = table.get("name")
-        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in ("data", "init"):
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in RESERVED:
             raise RecipeError(f"{path}: stage {i + 1} needs a name of lower-case letters, digits and _ "
-                              f"(not data or init), got {name!r}")
+                              f"(not {', '.join(RESERVED)}), got {name!r}")
         if name in {s.name for s in stages}:
             raise RecipeError(f"{path}: two stages named {name!r}")
         unknown = set(table) - STAGE_KEYS
