@@ -218,8 +218,9 @@ class Builder:
             print(f"== {stage.name}: {' '.join(cmd)}", flush=True)  # noqa: T201
             call(cmd, stage.name)
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        record = {"stage": stage.name, "key": self.key(stage), "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                  time.gmtime()) + f".{time.time_ns() % 10**9:09d}", "seconds": round(time.time() - t0, 1)}
+        now = time.time_ns()  # stages that read this one run again after it runs again
+        record = {"stage": stage.name, "key": self.key(stage), "seconds": round(time.time() - t0, 1),
+                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 10**9)) + f".{now % 10**9:09d}Z"}
         (self.state_dir / f"{stage.name}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
     def plan(self) -> list[tuple[str, str]]:
