@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -85,3 +86,16 @@ def in_thread(corrector: Any, **settings: Any) -> Iterator[tuple[str, int]]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def wait_ready(proc: subprocess.Popen, base: str, log: Path, timeout: float = 180) -> dict:
+    """Poll ``base``/ready until it answers 200 (its JSON body is returned); fail with the log if the process
+    exits or the time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the service exited with {proc.returncode}:\n{log.read_text()}"
+        with contextlib.suppress(OSError, urllib.error.URLError), DIRECT.open(f"{base}/ready", timeout=5) as r:
+            if r.status == 200:
+                return json.loads(r.read())
+        time.sleep(0.5)
+    raise AssertionError(f"the service was not ready after {timeout:g} s:\n{log.read_text()}")

@@ -15,24 +15,20 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tarfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import system_dependency
+from live_server import DIRECT, free_port, http, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = "localhost/electra-csc-base:bookworm"
 IMAGE = "localhost/electra-csc:cpu-test"
 SUITE = "bookworm"  # Debian 12: its python3 is 3.11
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # this machine's, for pip behind a TLS-intercepting proxy
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
 TYPO, FIXED = "我门一起去吃饭吧。", "我们一起去吃饭吧。"
 
 pytestmark = pytest.mark.slow
@@ -124,7 +120,7 @@ def test_the_service_in_the_image_answers_ready_and_correct(container, tmp_path)
     try:
         ready = wait_ready(proc, base, log)
         assert ready["status"] == "ready" and ready["model"] == "default" and ready["precision"] == "int8"
-        status, body = post(f"{base}/correct", {"text": TYPO})
+        status, body = http("POST", f"{base}/correct", {"text": TYPO}, 60)
         assert status == 200, body
         (result,) = json.loads(body)["results"]
         assert result["target"] == FIXED and [e["target"] for e in result["edits"]] == ["们"]
@@ -138,30 +134,3 @@ def test_the_service_in_the_image_answers_ready_and_correct(container, tmp_path)
             proc.wait()
     with pytest.raises(OSError):  # stopped: nothing listens any more
         DIRECT.open(f"{base}/health", timeout=2)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_ready(proc: subprocess.Popen, base: str, log: Path, timeout: float = 180) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"the service exited with {proc.returncode}:\n{log.read_text()}"
-        with contextlib.suppress(OSError, urllib.error.URLError), DIRECT.open(f"{base}/ready", timeout=5) as r:
-            if r.status == 200:
-                return json.loads(r.read())
-        time.sleep(0.5)
-    raise AssertionError(f"the service was not ready after {timeout:g} s:\n{log.read_text()}")
-
-
-def post(url: str, body: object) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with DIRECT.open(req, timeout=60) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()

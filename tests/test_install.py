@@ -17,9 +17,9 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from checkout import copy_sources
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "corrector", "service", "training", "data/electra_models")
 
 
 
@@ -42,12 +42,7 @@ def venv_python(venv: Path) -> Path:
 def installed(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("install")
     src = tmp / "src"
-    for rel in SOURCES:
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        if (REPO / rel).is_dir():
-            shutil.copytree(REPO / rel, src / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(REPO / rel, src / rel)
+    copy_sources(src)
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     py = venv_python(venv)

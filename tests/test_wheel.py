@@ -13,21 +13,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+from checkout import copy_sources
+from live_server import free_port, http, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "corrector", "service", "training", "data/electra_models")
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
 TYPO, FIXED = "我门一起去吃饭吧。", "我们一起去吃饭吧。"
 
 pytestmark = pytest.mark.slow
@@ -43,12 +38,7 @@ def pip(python: Path | str, *args: str, timeout: int = 900) -> None:
 def wheel(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"
-    for rel in SOURCES:
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        if (REPO / rel).is_dir():
-            shutil.copytree(REPO / rel, src / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(REPO / rel, src / rel)
+    copy_sources(src)
     pip(sys.executable, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(src))
     (built,) = (tmp / "dist").glob("electra_csc-*.whl")
     return built
@@ -115,7 +105,7 @@ def test_the_service_names_its_extra_then_serves_once_it_is_installed(wheel, ven
     try:
         ready = wait_ready(proc, base, log)
         assert ready["status"] == "ready" and ready["model"] == "default"
-        status, body = post(f"{base}/correct", {"text": TYPO})
+        status, body = http("POST", f"{base}/correct", {"text": TYPO}, 60)
         assert status == 200, body
         (result,) = json.loads(body)["results"]
         assert result["target"] == FIXED and [e["target"] for e in result["edits"]] == ["们"]
@@ -127,33 +117,3 @@ def test_the_service_names_its_extra_then_serves_once_it_is_installed(wheel, ven
             proc.kill()
             raise
     assert code in (0, -signal.SIGTERM), log.read_text()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_ready(proc: subprocess.Popen, base: str, log: Path, timeout: float = 180) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"the service exited with {proc.returncode}:\n{log.read_text()}"
-        try:
-            with DIRECT.open(f"{base}/ready", timeout=5) as r:
-                if r.status == 200:
-                    return json.loads(r.read())
-        except (OSError, urllib.error.URLError):
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"the service was not ready after {timeout:g} s:\n{log.read_text()}")
-
-
-def post(url: str, body: object) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with DIRECT.open(req, timeout=60) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
