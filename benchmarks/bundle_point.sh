@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A candidate default bundle from one fine-tuned pair, measured: the default bundle's similarity tables, the
 # candidate table $CANDIDATES (default runs/candidates, built here when missing: the default bundle's tables plus
-# names.npz, the foreign names' characters), the character LM $LM (default: the in-domain LM of the README,
+# names.npz, the foreign names' characters), the character LM $LM (default: the in-domain LM of docs/training.md,
 # runs/lm/kn4_dom10), the ranker refitted on this pair's features with the LM's cross-fitting folds $FOLDS and the
 # decoding defaults, the unreliable edit pairs (training.pair_veto), then the dev split (cross-fitted, and without the
 # LM), SIGHAN-15 (reported, never used for a choice) and the false positives on correct text.
@@ -12,7 +12,7 @@
 #                                                                          (the committed default, named "default" after)
 #
 # Needs the dev split (python -m training.splits --out runs/dev_split.tsv) and the LM with its folds
-# (python -m training.char_lm ... --in-domain-folds 5 --fold-out FOLDS, README). About 40 min on 2 cores.
+# (python -m training.char_lm ... --in-domain-folds 5 --fold-out FOLDS, docs/training.md). About 40 min on 2 cores.
 set -euo pipefail
 PAIR=$1; NAME=$2
 SHARED=${SHARED:-../shared/data}
@@ -34,7 +34,7 @@ else
     python -m training.export --run "$PAIR" --similarity $D/similarity --out "$B" --cpu-onnx int8
 fi
 # the decoding defaults, in the bundle before the ranker is fitted so that its rows, threshold and calibration are
-# what the bundle decodes: foreign names (README, "Foreign names") and kept words (with the in-domain LM,
+# what the bundle decodes: foreign names (docs/decoder.md) and kept words (with the in-domain LM,
 # protect_kept_words=3 kept cross-fitted dev F1 at a lower dev FPR for the shipped networks; measured again below)
 echo '{"protect_foreign_names": 0.005, "protect_kept_words": 3}' > "runs/defaults_$NAME.json"
 python -m training.export --update "$B" --lm "$LM" --candidates "$CANDIDATES" --defaults "runs/defaults_$NAME.json"

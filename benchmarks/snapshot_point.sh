@@ -5,7 +5,7 @@
 #
 #   bash benchmarks/snapshot_point.sh runs/campaign/snapshots/tok0035.0M main35 [STEPS=2000] [THREADS=1]
 #
-# Needs runs/csc/train2.tsv and runs/csc/dev.tsv (training.make_csc_data, README) and the dev split
+# Needs runs/csc/train2.tsv and runs/csc/dev.tsv (training.make_csc_data, docs/training.md) and the dev split
 # (python -m training.splits --out runs/dev_split.tsv). Writes runs/snapft/NAME*.
 set -euo pipefail
 SNAP=$1; NAME=$2; STEPS=${3:-2000}; THREADS=${4:-1}

@@ -83,7 +83,7 @@ class Corrector:
         graphs, cpu_graphs = bundle.onnx_files(precision)
         with ThreadPoolExecutor(1, thread_name_prefix="onnx-load") as pool:  # the sessions build in C++, without
             sessions = pool.submit(OnnxNetworks, graphs, device, threads, cpu_graphs,  # the GIL, as the tables load
-                                   dynamic_int8=not bundle.int8_static)  # issue 13: rows never mix
+                                   dynamic_int8=not bundle.int8_static)  # rows never mix
             tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
             cand_dir = bundle.file(CANDIDATES_DIR)
             candidates = CandidateTable.load(cand_dir) if cand_dir.is_dir() else CandidateTable.empty()

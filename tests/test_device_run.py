@@ -1,5 +1,5 @@
-"""What a lent GPU machine gets and gives back: packing within the device tool's limits, continued pretraining
-from a carried pair, and training/device_run.sh's whole sequence run here on the CPU with the debug shape."""
+"""What a GPU machine without network access gets and gives back: packing within the sizes given, continued
+pretraining from a carried pair, and training/device_run.sh's whole sequence run on the CPU with the debug shape."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole CPU campaign of issue 12 as one re-runnable command: every stage resumes or is skipped when its output
-# is already there, so the same line goes on after a session ends and starts over after a machine is replaced
-# (run folders live outside git; on 2026-11-25 a 100M-token run was lost that way).
+# The CPU campaign of 2026-11 (the historical run; training.build --recipe default is the recipe) as one re-runnable
+# command: every stage resumes or is skipped when its output is already there, so the same line goes on after an
+# interruption and starts over on a new machine (run folders live outside git).
 #
 #   nohup nice -n 10 bash training/campaign.sh > runs/campaign_driver.log 2>&1 &
 #
@@ -50,7 +50,7 @@ python -m training.splits --data "$SHARED" --check-train runs/csc/train4.tsv  # 
 # The corrector is a head on the discriminator's 6 x 256 body, not the pretrained 1/4-width generator: in the trial
 # of 2026-11-26 (10M-token snapshot, 2,000 steps each) its generator had the right character of the dev split's real
 # errors in its top five 49% of the time against 27%, it trained 10% faster per step, and with rankers refitted on
-# each pair's features the two pipelines were level (README, "The corrector's body").
+# each pair's features the two pipelines were level (docs/experiments/2026-11-finetuning.md).
 if ! finetuned runs/ft100j 30000; then
     stamp finetune
     python -m training.finetune --init runs/campaign --train runs/csc/train4.tsv --dev runs/csc/dev4.tsv \

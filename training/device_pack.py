@@ -1,7 +1,7 @@
-"""Pack what a lent GPU machine needs, and unpack what it sends back, within the device tool's limits.
+"""Pack a run for a GPU machine without network access, and unpack what it sends back, within sizes the caller gives.
 
-A call of the device tool carries at most 64 MiB (the repository's working tree included) and brings back at most
-8 files of at most 16 MiB from $OUT. So the corpus shards travel lzma-compressed (the sentence starts are rebuilt
+The working tree travels to such a machine with what the run needs (``--max-mib`` bounds a part), and at most a few
+files of bounded size (``RETURN_FILE_LIMIT``) come back from its $OUT. So the corpus shards travel lzma-compressed (the sentence starts are rebuilt
 from the [SEP] after every sentence), and a pair of networks travels as two fp16 safetensors files plus one small
 tar of its configs, vocab and provenance (3 files; the discriminator of the ``cpu-g4`` shape is 15 MB in fp16).
 
@@ -29,7 +29,7 @@ import numpy as np
 from corrector.tokenize import SPECIAL_IDS
 
 MIB = 1 << 20
-RETURN_FILE_LIMIT = 16 * MIB  # the device tool's limit per file brought back from $OUT
+RETURN_FILE_LIMIT = 16 * MIB  # the largest file that comes back from $OUT
 PAIR_SMALL_FILES = ("config.json", "vocab.txt")
 NETS = ("discriminator", "generator")
 
@@ -127,7 +127,7 @@ def pack_pair(run: Path, dst: Path) -> list[Path]:
         path = dst / f"{net}.safetensors"
         save_file(half, str(path), metadata={"format": "pt"})
         if path.stat().st_size > RETURN_FILE_LIMIT:
-            raise SystemExit(f"{path}: {path.stat().st_size / MIB:.1f} MiB, over the device tool's 16 MiB per file")
+            raise SystemExit(f"{path}: {path.stat().st_size / MIB:.1f} MiB, over the 16 MiB a returned file may hold")
         out.append(path)
     with tarfile.open(dst / "pair.tar", "w") as tar:
         for net in NETS:
@@ -178,7 +178,7 @@ def unpack_files(src: Path, dst: Path) -> list[Path]:
 
 def pack_logs(dst: Path, runs: list[Path], names: tuple[str, ...] = (
         "metrics.jsonl", "ledger.json", "config.json", "provenance.json", "pretrain.png", "finetune.png")) -> Path:
-    """The run folders' logs and plots as one ``logs.tar.gz`` (the device tool brings back 8 files at most)."""
+    """The run folders' logs and plots as one ``logs.tar.gz`` (few files come back)."""
     dst.mkdir(parents=True, exist_ok=True)
     path = dst / "logs.tar.gz"
     with tarfile.open(path, "w:gz") as tar:

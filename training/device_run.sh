@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# One call of a lent GPU machine (README: "If a GPU is lent"), run there in the repository root:
+# One call of a GPU machine without network access (docs/training.md), run there in the repository root:
 #
 #   bash training/device_run.sh MINUTES
 #
 # Unpacks what this call carried (.carry/data*, .carry/init, .carry/csc, packed here by training.device_pack),
 # goes on with the next unfinished stage for about MINUTES (continued pretraining from the carried pair, then
-# fine-tuning on the carried CSC pairs), and leaves in $OUT what must come back (the device tool brings back at most
-# 8 files of 16 MiB): each pair in fp16 (3 files) and logs.tar.gz. Each stage resumes from its checkpoint under
-# runs/gpu/, which stays on the machine while it is warm between calls. With PRE_MIN=M one call does both stages,
-# each with its schedule fitted to its minutes (--fit-minutes): the 15 minutes of device time a session is lent
-# since 2026-11 leave room for one such call. DEVICE=cpu CONFIG=debug runs the same sequence here
-# (tests/test_device_run.py).
+# fine-tuning on the carried CSC pairs), and leaves in $OUT what must come back, in few files of bounded size: each
+# pair in fp16 (3 files) and logs.tar.gz. Each stage resumes from its checkpoint under runs/gpu/, which stays on the
+# machine between calls while it is kept. With PRE_MIN=M one call does both stages, each with its schedule fitted
+# to its minutes (--fit-minutes), for a machine lent for a fixed time. DEVICE=cpu CONFIG=debug runs the same sequence
+# on the CPU (tests/test_device_run.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:?usage: bash training/device_run.sh MINUTES}

@@ -298,7 +298,7 @@ class StepRunner:
         self.stopped: str | None = None
         self.nonfinite_run = self.skipped = 0  # steps skipped for a non-finite loss or gradient: in a row, in all
         # fit_minutes: the schedule's length is set from the step rate measured early in this invocation so that
-        # its linear decay ends when these minutes do (a lent GPU's calls are timed, and its speed is unknown
+        # its linear decay ends when these minutes do (a GPU machine lent for a fixed time, whose speed is unknown
         # before the first); on_schedule(max_steps) tells the caller, whose config records it
         self.fit_minutes, self.on_schedule = fit_minutes, on_schedule
         self.fit_probe = (step + FIT_PROBE[0], step + FIT_PROBE[1])
@@ -409,7 +409,7 @@ class StepRunner:
 
 
 class Ledger:
-    """``ledger.json`` in a run folder: one row per invocation (a session's share of a long run), with the
+    """``ledger.json`` in a run folder: one row per invocation (one stretch of a long run), with the
     steps, tokens and hours it added and the hardware. The current row is rewritten in place at every
     ``update`` (atomically), so a run killed between checkpoints still leaves its row up to the last one."""
 
@@ -432,7 +432,7 @@ class Ledger:
 
     def summary(self) -> dict[str, Any]:
         """What every invocation that trained added, in all and per hardware: the provenance's record of
-        a run spread over sessions and machines (its last invocation's hardware alone would not say)."""
+        a run spread over invocations and machines (its last invocation's hardware alone would not say)."""
         rows = [r for r in self.rows if r.get("tokens_added", 0) > 0]
         by_hw: dict[str, dict[str, float]] = {}
         for r in rows:

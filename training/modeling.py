@@ -48,7 +48,7 @@ CONFIGS: dict[str, ModelConfig] = {
                          generator_hidden_fraction=0.5, max_position=64),
     # what 2 CPU cores can train in a few hours: 6 layers of ELECTRA-small width, generator half as wide
     "cpu": ModelConfig(num_layers=6, generator_hidden_fraction=0.5, max_position=128, dropout=0.0),
-    # shape trials (issue 12): the same with a generator a quarter as wide, and ELECTRA-small's depth
+    # shape trials (docs/experiments/2026-11-pretraining.md): the same with a generator a quarter as wide, and ELECTRA-small's depth
     "cpu-g4": ModelConfig(num_layers=6, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
     "small-cpu": ModelConfig(num_layers=12, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
     # ELECTRA-small (Clark et al. 2020): 12 x 256, embedding 128, generator 1/4 width
@@ -125,7 +125,7 @@ def lac_embeddings(vocab: list[str], dim: int) -> tuple[np.ndarray, np.ndarray] 
     """
     try:
         import jieba
-    except ImportError:  # a machine without jieba (a lent GPU's image): no warm start
+    except ImportError:  # a machine without jieba (a GPU machine's image): no warm start
         return None
     root = Path(jieba.__file__).parent / "lac_small"
     dic, emb_file = root / "word.dic", root / "model_baseline" / "word_emb"

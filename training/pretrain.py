@@ -183,7 +183,7 @@ def evaluate(model: ElectraPretrainer, val: TokenWindows, cfg: PretrainConfig, r
         ids = val.batch(rng, cfg.batch_size)
         masked, show, conf = make_masks(ids, rng, cfg)
         t = [torch.as_tensor(a, device=rt.device) for a in (ids, masked, show, conf)]
-        out = model(*t, details=True)  # fp32 at any --precision: held-out figures compare across sessions
+        out = model(*t, details=True)  # fp32 at any --precision: held-out figures compare across runs
         scores.append(out.pop("scores").cpu())
         labels.append(out.pop("labels").cpu())
         hidden.append(out.pop("hidden")[:, :: max(1, batches)].cpu())  # a spread sample of tokens per batch
@@ -235,7 +235,7 @@ def fork(source: Path, out: Path) -> bool:
 
 def load_init_pair(model: ElectraPretrainer, init: Path) -> dict:
     """Start from another run's pair (its discriminator/ and generator/ folders): continued pretraining with a
-    schedule, batch and rate of its own (a lent GPU going on from the CPU campaign, say). Returns what the
+    schedule, batch and rate of its own (a GPU going on from a CPU run, say). Returns what the
     provenance records of it: its name, tokens seen and ledger, so that ``tokens_seen`` counts from there."""
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
