@@ -112,7 +112,9 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
     edits = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
     status = _statuses(scored, rows.vid, probs, chosen, capped, guard, threshold, vocab)
     rows.X.setflags(write=False)
-    return Decided(scored, scorer, confidence_threshold, status, guard, chosen, edits, rows.X, probs, first)
+    # the generator's distribution is not kept: a call's decisions all live until assemble (84 KB a site)
+    return Decided(scored.without_logits(), scorer, confidence_threshold, status, guard, chosen, edits, rows.X, probs,
+                   first)
 
 
 def _corrected(chunks: tuple[Chunk, ...], sites: Sites, vid: np.ndarray, vocab: list[str],

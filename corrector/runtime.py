@@ -285,7 +285,7 @@ class LogProbs:
 
     def without_logits(self) -> LogProbs:
         """The same rows with no vocabulary columns (what is left once the features are gathered)."""
-        return LogProbs(self.logits[:, :0], self.best, self.logz)
+        return LogProbs(np.empty((len(self), 0), dtype=np.float32), self.best, self.logz)  # no view: frees them
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
