@@ -1,14 +1,18 @@
 """Ablation table: the decoder with each group of evidence removed, refitted and re-thresholded on dev.
 
     python benchmarks/ablations.py --model data/electra_models/default --data ../shared/data \\
-        --cache runs/ranker_cache --out runs/ablations.json
+        --cache runs/ranker_cache_gpu7kb --lm-folds runs/lm/dom10_folds --blend --sample 0.2 --out runs/ablations.json
 
-Every row refits the ranker without that group's features on the same training rows (the cached
-tables of ``training.ranker``), picks its threshold on the dev split (best sentence correction F1 with
-at most ``--max-fpr`` of the dev's error-free sentences changed), and then reports the dev split and
-SIGHAN-15 (``csc/sighan15_test.tsv``, never used for a choice). "networks only" is the bundle's own
-``--no-lm`` ranker; "LM only" drops the networks' features (generator log-probability, RTD) and the
-generator's candidates. Prints a markdown table.
+Every row refits the ranker without that group's features (and the products that use them) on the same training
+rows (the cached tables of ``training.ranker``: pass the cache of the run that fitted the bundle's ranker), with
+``--blend`` rescales its two blocks of weights on the dev split's rows as ``training.ranker --blend-on-dev`` does,
+keeps the bundle's vetoed pairs, and picks its threshold on the dev split (best sentence correction F1 with at most
+``--max-fpr`` of the dev's error-free sentences changed, on the uncalibrated probability); then reports the dev split
+(with ``--lm-folds``, each dev pair decoded with the LM fold that never counted it) and SIGHAN-15
+(``csc/sighan15_test.tsv``, never used for a choice). "all features, refitted here" is the reference the other
+refitted rows compare with; the bundle as shipped (its calibration and threshold) and "networks only" (the bundle's
+own ``--no-lm`` ranker) are the first rows. "LM only" drops the networks' features (generator log-probability, RTD)
+and the generator's candidates. Prints a markdown table.
 """
 
 from __future__ import annotations
@@ -21,10 +25,21 @@ from pathlib import Path
 import numpy as np
 
 from corrector import Corrector
-from corrector.features import CHEAP, FEATURES
+from corrector.features import CHEAP, COL, FEATURES
+from training.crossfit import Folds
 from training.csc_data import read_pairs
-from training.metrics import csc_metrics
-from training.ranker import choose_threshold, extract, fit_conditional_logit, load_table, save_table, sweep
+from training.evaluate import run
+from training.ranker import (
+    Table,
+    blended,
+    choose_threshold,
+    extract,
+    fit_blend,
+    fit_conditional_logit,
+    load_table,
+    save_table,
+    sweep,
+)
 from training.splits import dev_pairs, train_pairs
 
 GROUPS = {
@@ -38,12 +53,11 @@ GROUPS = {
     "word forms kept in real corrected text": ("seen", "seen_max", "kept_word"),
     "two-character word pairs": ("pair",),
 }
-GRID = [0.5, 0.55, 0.6, 0.65, 0.7]
+GRID = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.3 ... 0.9, as training.ranker's first choice
 
 
-def scores(fix: Corrector, pairs: list[tuple[str, str]], **settings) -> dict:
-    preds = [c.target for c in fix.correct_batch([s for s, _ in pairs], **settings)]
-    m = csc_metrics((s, t, p) for (s, t), p in zip(pairs, preds))
+def scores(fix: Corrector | Folds, pairs: list[tuple[str, str]], **settings) -> dict:
+    m = run(fix, pairs, **settings)
     sc = m["sentence_correction"]
     return {"p": sc["precision"], "r": sc["recall"], "f1": sc["f1"], "fpr": m["false_positive_rate"]}
 
@@ -54,6 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--cache", type=Path, required=True, help="training.ranker's --cache folder (made if absent)")
     ap.add_argument("--max-fpr", type=float, default=0.08)
+    ap.add_argument("--lm-folds", type=Path, help="cross-fitting LM folds (training.char_lm --fold-out): dev decoded "
+                    "with the fold that never counted each pair, as the bundle's LM counts the dev targets")
+    ap.add_argument("--blend", action="store_true", help="rescale each refit's blocks on dev rows (--blend-on-dev)")
     ap.add_argument("--sample", type=float, default=1.0, help="refit on this share of the training sites (speed)")
     ap.add_argument("--out", type=Path, help="JSON of every row")
     ap.add_argument("--groups", nargs="*", choices=list(GROUPS), default=list(GROUPS), metavar="GROUP",
@@ -65,6 +82,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("the bundle has no fitted ranker.json (run training.ranker first)")
     hidden = int(fitted.meta.get("hidden", 0))
     dev, test = dev_pairs(a.data), read_pairs(a.data / "csc" / "sighan15_test.tsv")
+    dev_fix = Folds.over(fix, a.lm_folds, a.data) if a.lm_folds else Folds([fix])
     cached = sorted(a.cache.glob("train_rows_s*.npz"))  # training.ranker's rows (any shortlist size)
     path = a.cache / f"train_rows_s{fix.config.shortlist}.npz"
     if cached:
@@ -75,31 +93,46 @@ def main(argv: list[str] | None = None) -> None:
         save_table(rows, path)
     if a.sample < 1.0:
         rows = rows.subset(np.random.default_rng(0).random(len(rows.erroneous)) < a.sample)
+    dev_rows = Table.concat([extract(f, ps, shortlist=fix.config.shortlist, leave_one_out=False)
+                             for f, ps in dev_fix.groups(dev)]) if a.blend else None
     out = []
 
     def row(name: str, settings: dict) -> None:
-        d, t = scores(fix, dev, **settings), scores(fix, test, **settings)
+        d, t = scores(dev_fix, dev, **settings), scores(fix, test, **settings)
         out.append({"decoder": name, "dev": d, "sighan15": t, **settings})
         print(f"| {name} | {d['f1']:.3f} | {d['fpr']:.3f} | {t['p']:.3f} | {t['r']:.3f} | {t['f1']:.3f} | {t['fpr']:.3f} |",
               flush=True)
 
-    print("| decoder | dev F1 | dev FPR | SIGHAN-15 P | R | F1 | FPR |\n|---|---:|---:|---:|---:|---:|---:|", flush=True)
-    row("networks + LM + all features (default)", {})
-    row("networks only (--no-lm)", {"use_lm": False})
-    for name in a.groups:
-        group = GROUPS[name]
-        if group == ("lm_gain",):
-            continue  # the row above
+    def refitted(name: str, group: tuple[str, ...]) -> None:
         products = [p for p in fitted.scorer.linear if "*" in p and not set(p.split("*")) & set(group)]
         feats = [f for f in FEATURES if f not in group] + products
         scorer = fit_conditional_logit(rows, feats, hidden=hidden)
+        if dev_rows is not None:
+            d = dev_rows
+            if group:  # the dev rows as this scorer sees them: the removed features read as 0
+                d = replace(dev_rows, X=dev_rows.X.copy())
+                d.X[:, [COL[g] for g in group]] = 0.0
+            scorer = blended(scorer, fit_blend(d, scorer))
+        scorer = replace(scorer, veto=fitted.scorer.veto)
         short = {k: v for k, v in fitted.shortlist.items() if k in feats and k in CHEAP}
-        fix.ranker = replace(fitted, scorer=scorer, shortlist=short)
+        ranker = replace(fitted, scorer=scorer, shortlist=short)
+        fix.ranker = ranker
+        dev_fix.set(ranker=ranker)
         extra = {"top_k": 0} if "gen_lp" in group else {}
-        th = choose_threshold(sweep(fix, dev, GRID, **extra), a.max_fpr)["threshold"]
-        row("LM only (no network features or candidates)" if "gen_lp" in group else f"without {name}",
-            {"threshold": th, **extra})
+        th = choose_threshold(sweep(dev_fix, dev, GRID, **extra), a.max_fpr)["threshold"]
+        row(name, {"threshold": th, **extra})
         fix.ranker = fitted
+        dev_fix.set(ranker=fitted)
+
+    print("| decoder | dev F1 | dev FPR | SIGHAN-15 P | R | F1 | FPR |\n|---|---:|---:|---:|---:|---:|---:|", flush=True)
+    row("the bundle as shipped (networks + LM + all features, calibrated, its threshold)", {})
+    row("networks only (--no-lm, the bundle's)", {"use_lm": False})
+    refitted("all features, refitted here (the reference for the rows below)", ())
+    for name in a.groups:
+        group = GROUPS[name]
+        if group == ("lm_gain",):
+            continue  # the networks-only row
+        refitted("LM only (no network features or candidates)" if "gen_lp" in group else f"without {name}", group)
     if a.out:
         a.out.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
 
