@@ -110,7 +110,7 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
         rows.X[:, COL["pair"]] = evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
         probs = choice_probs(rows, scorer, n)
     edits = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
-    status = _statuses(scored, rows.vid, probs, chosen, capped, guard, threshold, vocab)
+    status = _statuses(scored, probs, chosen, capped, guard, threshold)
     rows.X.setflags(write=False)
     # the generator's distribution is not kept: a call's decisions all live until assemble (84 KB a site)
     return Decided(scored.without_logits(), scorer, confidence_threshold, status, guard, chosen, edits, rows.X, probs,
@@ -170,8 +170,8 @@ def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray, ch
     return tuple(out)
 
 
-def _statuses(scored: Scored, vid: np.ndarray, probs: np.ndarray, chosen, capped: set[int],
-              guard: dict[int, tuple[str, str]], threshold: float, vocab) -> tuple[str, ...]:
+def _statuses(scored: Scored, probs: np.ndarray, chosen: dict[int, tuple[int, float]], capped: set[int],
+              guard: dict[int, tuple[str, str]], threshold: float) -> tuple[str, ...]:
     rows = scored.rows
     starts = np.searchsorted(rows.site, np.arange(len(scored.sites)), side="left").tolist() + [len(rows)]
     out = []

@@ -8,7 +8,7 @@
 # fine-tuning on the carried CSC pairs), and leaves in $OUT what must come back, in few files of bounded size: each
 # pair in fp16 (3 files) and logs.tar.gz. Each stage resumes from its checkpoint under runs/gpu/, which stays on the
 # machine between calls while it is kept. With PRE_MIN=M one call does both stages, each with its schedule fitted
-# to its minutes (--fit-minutes), for a machine lent for a fixed time. DEVICE=cpu CONFIG=debug runs the same sequence
+# to its minutes (--fit-minutes), for a machine available for a fixed time. DEVICE=cpu CONFIG=debug runs the same sequence
 # on the CPU (tests/test_device_run.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,8 +34,8 @@ FT_EVAL=${FT_EVAL:-1000}
 EXTRA=${EXTRA:-}                # more training.pretrain flags (e.g. --compile)
 PRE_MIN=${PRE_MIN:-}            # one call for both stages: pretrain this many minutes (the schedule fitted to
                                 # them, --fit-minutes), then fine-tune with a schedule fitted to what is left
-G=${G:-runs/gpu}                # run folders there (kept between calls while the machine is warm)
-CARRY=${CARRY:-.carry}          # what the calls carried (git-ignored here: name its folders in the run's carry)
+G=${G:-runs/gpu}                # run folders there (kept between calls while the machine is)
+CARRY=${CARRY:-.carry}          # what was sent along with the working tree (git-ignored)
 RESERVE=${RESERVE:-1}           # minutes kept for packing
 
 t_end=$(( $(date +%s) + MINUTES * 60 ))
