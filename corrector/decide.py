@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import replace
 from itertools import accumulate
 
@@ -109,7 +110,7 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
         rows.X[which, COL["lm_gain"]] = evidence.lm_gain(sites, rows, lm_ids, which)[which]
         rows.X[:, COL["pair"]] = evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
         probs = choice_probs(rows, scorer, n)
-    edits = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
+    edits, chosen, guard = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
     status = _statuses(scored, probs, chosen, capped, guard, threshold)
     rows.X.setflags(write=False)
     # the generator's distribution is not kept: a call's decisions all live until assemble (84 KB a site)
@@ -128,13 +129,17 @@ def _corrected(chunks: tuple[Chunk, ...], sites: Sites, vid: np.ndarray, vocab: 
     return text
 
 
-def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray, chosen: dict[int, tuple[int, float]],
-           scorer, evidence: Evidence, guard: dict[int, tuple[str, str]]) -> tuple[tuple[Edit, ...], ...]:
-    """Each chunk's edits. Traditional text: back in its script, and an edit that would only change a character's
-    script is not made (the ``script`` guard). Simplified text: a stray traditional character the decoder keeps
-    becomes its simplified form (於 -> 于, reason "script", confidence the ranker's probability that the simplified
-    character is right); it is added to ``chosen`` with its keep row."""
+def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray,
+           chosen: Mapping[int, tuple[int, float]], scorer, evidence: Evidence,
+           guard: Mapping[int, tuple[str, str]],
+           ) -> tuple[tuple[tuple[Edit, ...], ...], dict[int, tuple[int, float]], dict[int, tuple[str, str]]]:
+    """Each chunk's edits, with ``chosen`` and ``guard`` as they stand after them (new dicts; the arguments
+    are not changed). Traditional text: back in its script, and an edit that would only change a character's
+    script is not made (it gets the ``script`` guard). Simplified text: a stray traditional character the
+    decoder keeps becomes its simplified form (於 -> 于, reason "script", confidence the ranker's probability
+    that the simplified character is right); it is chosen with its keep row."""
     sites = scored.sites
+    chosen_now, guard_now = dict(chosen), dict(guard)
     per_chunk: dict[int, list[Edit]] = defaultdict(list)
     site_at: dict[tuple[int, int], int] = {}
     for s, (r, p) in chosen.items():
@@ -154,20 +159,20 @@ def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray, ch
             made = {e.position for e in restored}
             for e in edits:
                 if e.position not in made:
-                    guard[site_at[(k, e.position)]] = (SCRIPT.name, "")
+                    guard_now[site_at[(k, e.position)]] = (SCRIPT.name, "")
             edits = restored
         elif ch.view is not None:  # simplified text: the original character is the source; strays are typos
             original = ch.view.original
             by_pos = {e.position: replace(e, source=original[e.position]) for e in edits}
             for i, (a, b) in enumerate(zip(original, ch.text)):
                 at = site_at.get((k, i))
-                if a != b and i not in by_pos and at is not None and at not in guard:
+                if a != b and i not in by_pos and at is not None and at not in guard_now:
                     row = int(starts[at])
-                    chosen[at] = (row, float(probs[row]))
+                    chosen_now[at] = (row, float(probs[row]))
                     by_pos[i] = Edit(i, a, b, round(float(scorer.calibrate(probs[row])), 4), "script")
             edits = [by_pos[i] for i in sorted(by_pos)]
         out.append(tuple(edits))
-    return tuple(out)
+    return tuple(out), chosen_now, guard_now
 
 
 def _statuses(scored: Scored, probs: np.ndarray, chosen: dict[int, tuple[int, float]], capped: set[int],
