@@ -32,6 +32,7 @@ def load(model: Path | None, option: str, threads: int):
     if option == "int8-dynamic":  # the same graphs, whole padded batches on ONNX Runtime's intra-op threads
         from corrector.runtime import OnnxNetworks
 
+        assert isinstance(fix.networks, OnnxNetworks)
         fix.networks = OnnxNetworks(fix.networks.files, device="cpu", threads=threads)
     assert fix.networks.rows_alone == (option == "int8-rows")
     return fix

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .features import Evidence, Sites
 from .guards import PROTECT, Protections
 from .model_path import ENV_MODEL, default_model_path
 from .rank import HEURISTIC, RankerWeights
-from .runtime import Device, OnnxNetworks, ProcessLocalPool
+from .runtime import Device, Networks, OnnxNetworks, ProcessLocalPool
 from .script import ScriptView, prepare_converters, simplified_text, simplified_view
 from .similarity import SimilarityTables
 from .stages import Chunk, Decided, Prepared, Scored, assemble
@@ -36,15 +36,19 @@ from .text import sentence_chunk_spans
 from .tokenize import build_tokenizer, encode_batch, read_vocab_list
 from .types import Correction, CorrectorError, Explanation
 
+if TYPE_CHECKING:
+    from .char_lm_kenlm import KenLMCharLM
+
 # settings of the earlier hand-set decoder that older bundles' manifests still carry; the ranker replaced them
 RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity", "min_shape_similarity",
                               "sim_weight", "freq_weight", "margin", "confusion_bonus", "verify", "verify_threshold"})
+N = TypeVar("N", bound=Networks)
 
 
 class Corrector:
     """Chinese spelling correction over one model bundle. Thread-safe after ``load``."""
 
-    def __init__(self, bundle: Bundle, networks: OnnxNetworks, tables: SimilarityTables,
+    def __init__(self, bundle: Bundle, networks: Networks, tables: SimilarityTables,
                  config: CorrectorConfig, evidence: Evidence, ranker: RankerWeights):
         self.bundle = bundle
         self.networks = networks
@@ -98,10 +102,26 @@ class Corrector:
             if "shortlist" not in settings and "shortlist" not in bundle.corrector_defaults and "shortlist" in ranker.meta:
                 config = config.with_overrides(shortlist=int(ranker.meta["shortlist"]))  # what the ranker was chosen with
             words = bundle.file(WORDS)
-            evidence = Evidence(read_vocab_list(bundle.vocab_path), candidates, tables, char_lm,
-                                WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
-            networks = sessions.result()
-        return cls(bundle, networks, tables, config, evidence, ranker)
+            return cls.from_parts(bundle, sessions, tables, config, candidates=candidates, lm=char_lm, ranker=ranker,
+                                  words=WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
+
+    @classmethod
+    def from_parts(cls, bundle: Bundle, networks: N | Future[N], tables: SimilarityTables,
+                   config: CorrectorConfig | None = None, *, candidates: CandidateTable | None = None,
+                   lm: CharLM | KenLMCharLM | None = None, words: WordTable | None = None,
+                   ranker: RankerWeights = HEURISTIC) -> Corrector:
+        """A Corrector put together from its parts, as ``load`` does from a bundle's files: the bundle (its
+        vocabulary, window and name), the networks, the similarity tables, the decoding settings (default: the
+        defaults of CorrectorConfig), the candidate table (default: none), a character LM, jieba's words as the
+        bundle stores them (None: read from jieba at first use) and the ranker (default: the hand-set one).
+
+        ``networks`` may be a Future (``load`` builds the ONNX sessions on another thread): it is waited for
+        only once the rest is indexed, so the two overlap."""
+        evidence = Evidence(read_vocab_list(bundle.vocab_path),
+                            candidates if candidates is not None else CandidateTable.empty(), tables, lm, words)
+        if isinstance(networks, Future):
+            networks = networks.result()
+        return cls(bundle, networks, tables, config if config is not None else CorrectorConfig(), evidence, ranker)
 
     def with_lm(self, lm: str | Path | None) -> Corrector:
         """This Corrector over another character LM (a path as for ``load``; None: without one), sharing

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -17,6 +17,21 @@ from .types import CorrectorError
 
 Device = Literal["auto", "cpu", "cuda"]
 log = logging.getLogger(__name__)
+
+
+class Networks(Protocol):
+    """What a Corrector asks of its networks: :class:`OnnxNetworks`, or hand-set ones (tests/fake_networks.py).
+
+    ``run`` gives P(replaced) for every token, shape (B, T), and the generator's log-probabilities at the asked
+    positions (the non-zero ones, row by row); every row's output depends on that row alone. ``rows_alone``:
+    the rows run one unpadded row at a time (batches need not be cut by length). ``provider`` and
+    ``precision`` name the device and the graphs, for reports."""
+
+    provider: str
+    precision: str
+    rows_alone: bool
+
+    def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, LogProbs]: ...
 
 
 def _session(path: Path, device: Device, threads: int, cpu_path: Path | None = None):

@@ -1,14 +1,15 @@
 """Networks with hand-set outputs, and a Corrector over them made without torch or ONNX.
 
-``FakeNetworks`` answers ``run(ids, attn, positions)`` as ``corrector.runtime.OnnxNetworks`` does (P(replaced) per
-token, shape (B, T), and the generator's ``LogProbs`` at the asked positions), from per-character settings instead
-of weights: what the discriminator says of each character, and which characters the generator prefers in its place.
-Every row's output depends on that row's own tokens only, so results never depend on the batch around them.
+``FakeNetworks`` is a ``corrector.runtime.Networks`` as ``corrector.runtime.OnnxNetworks`` is: it answers
+``run(ids, attn, positions)`` (P(replaced) per token, shape (B, T), and the generator's ``LogProbs`` at the asked
+positions) from per-character settings instead of weights: what the discriminator says of each character, and
+which characters the generator prefers in its place. Every row's output depends on that row's own tokens only, so
+results never depend on the batch around them.
 
 ``fake_bundle`` writes what a Corrector reads of a bundle besides the networks (the vocabulary and the similarity
-tables of the tiny exported bundle, tests/conftest.py) and ``fake_corrector`` puts the parts together as
-``Corrector.load`` does. The decoder tests run on it with known answers, in any environment with the library's own
-dependencies (no torch, no ONNX graphs).
+tables of the tiny exported bundle, tests/conftest.py) and ``fake_corrector`` puts the parts together with
+``Corrector.from_parts``, as ``Corrector.load`` does. The decoder tests run on it with known answers, in any
+environment with the library's own dependencies (no torch, no ONNX graphs).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from corrector import Corrector, CorrectorConfig
 from corrector.bundle import SIMILARITY_DIR, VOCAB, Bundle, sha256_file
 from corrector.candidates import CandidateTable
 from corrector.char_lm import CharLM
-from corrector.features import Evidence
 from corrector.manifest import Manifest
 from corrector.rank import HEURISTIC, RankerWeights
 from corrector.runtime import LogProbs
@@ -150,14 +150,13 @@ def fake_bundle(out: Path) -> Bundle:
 def fake_corrector(bundle: Bundle, networks: FakeNetworks | None = None, *, lm: Path | None = None,
                    candidates: CandidateTable | None = None, ranker: RankerWeights = HEURISTIC,
                    **settings: Any) -> Corrector:
-    """A Corrector on ``bundle``'s tables and ``networks`` (default: no preferences anywhere), put together as
-    ``Corrector.load`` does: ``lm`` a training.char_lm directory, no candidate table unless given, the hand-set
-    ranker unless given, ``settings`` the decoding settings (CorrectorConfig fields)."""
-    tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
-    vocab = read_vocab_list(bundle.vocab_path)
-    evidence = Evidence(vocab, candidates if candidates is not None else CandidateTable.empty(), tables,
-                        CharLM.load(lm) if lm is not None else None)
-    networks = networks if networks is not None else FakeNetworks(vocab=vocab)
-    assert networks.vocab == vocab, "the networks' vocabulary is not the bundle's"
-    return Corrector(bundle, networks, tables, CorrectorConfig.from_dict(settings), evidence, ranker)
+    """A Corrector on ``bundle``'s tables and ``networks`` (default: no preferences anywhere), put together by
+    ``Corrector.from_parts`` as ``Corrector.load`` does: ``lm`` a training.char_lm directory, no candidate table
+    unless given, the hand-set ranker unless given, ``settings`` the decoding settings (CorrectorConfig fields)."""
+    networks = networks if networks is not None else FakeNetworks(vocab=read_vocab_list(bundle.vocab_path))
+    fix = Corrector.from_parts(bundle, networks, SimilarityTables.load(bundle.file(SIMILARITY_DIR)),
+                               CorrectorConfig.from_dict(settings), candidates=candidates,
+                               lm=CharLM.load(lm) if lm is not None else None, ranker=ranker)
+    assert networks.vocab == fix.vocab, "the networks' vocabulary is not the bundle's"
+    return fix
 
