@@ -17,10 +17,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from fake_networks import CHAR_FREQ, MAX_SEQ_LEN, SAMPLE, fake_bundle, fake_corrector, tiny_vocab
+from corrector_cases import PREFER, RTD
+from fake_networks import (
+    CHAR_FREQ,
+    MAX_SEQ_LEN,
+    SAMPLE,
+    FakeNetworks,
+    fake_bundle,
+    fake_corrector,
+    tiny_vocab,
+)
 from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from fastapi.testclient import TestClient
+
     from corrector import Corrector
     from corrector.bundle import Bundle
 
@@ -178,3 +191,38 @@ def fake_forced(fake_tiny_bundle) -> Corrector:
     """Networks that prefer nothing, with every editable character a suspect and the best candidate always taken:
     every editable character gets an edit (the fake counterpart of :func:`forced_corrector`)."""
     return fake_corrector(fake_tiny_bundle, **FORCE_EDITS)
+
+
+@pytest.fixture(scope="module")
+def typos(fake_tiny_bundle) -> Corrector:
+    """Networks sure of a few replacements (tests/corrector_cases.py: RTD, PREFER, TYPOS), the hand-set ranker's
+    threshold."""
+    return fake_corrector(fake_tiny_bundle, FakeNetworks(RTD, PREFER))
+
+
+# ---- the HTTP service in process (tests/test_service_*.py; tests/service_calls.py) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def client(tiny_bundle) -> Iterator[TestClient]:
+    """The service's real lifespan: the model is loaded from settings.model_dir and its speed measured (a long
+    timeout, so that admission never refuses the large texts of the tests on a slow machine)."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import ServiceSettings
+
+    with TestClient(create_app(ServiceSettings(model_dir=tiny_bundle, request_timeout_s=600))) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def forced_client(forced_corrector) -> Iterator[TestClient]:
+    """The service on a model that edits every in-vocabulary Chinese character, so edits show up."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import ServiceSettings
+
+    with TestClient(create_app(ServiceSettings(max_wait_ms=1), corrector=forced_corrector)) as c:
+        yield c

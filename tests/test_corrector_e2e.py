@@ -2,7 +2,7 @@
 an ONNX export, so every test here is marked ``needs_torch``): ``Corrector.load`` and the settings it passes on,
 the ONNX sessions shared by threads and by Correctors, the output contract on real network outputs.
 
-The decoder's behaviour in detail runs over hand-set networks in tests/test_corrector.py; the networks' own
+The decoder's behaviour in detail runs over hand-set networks in tests/test_corrector_*.py; the networks' own
 batch independence is in tests/test_determinism.py.
 """
 
@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import FORCE_EDITS, SAMPLE
-from test_corrector import RETIRED, SENTENCES, check, edited, in_vocab_cjk
+from corrector_cases import RETIRED, SENTENCES, check, edited, in_vocab_cjk
 
 from corrector import Corrector, CorrectorError
 

