@@ -18,6 +18,7 @@ from collections import OrderedDict
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .asgi import HttpMiddleware
 from .errors import refuse
 
 MAX_CLIENTS = 10_000  # buckets kept; the least recently seen client is forgotten first (it starts full again)
@@ -55,21 +56,18 @@ def presented_key(scope: Scope) -> str | None:
     return None
 
 
-class AccessMiddleware:
+class AccessMiddleware(HttpMiddleware):
     """401 without a valid key on ``protected`` paths; 429 past the rate on ``limited`` (method, path) pairs."""
 
     def __init__(self, app: ASGIApp, keys: frozenset[str] = frozenset(), protected: frozenset[str] = frozenset(),
                  limiter: RateLimiter | None = None, limited: frozenset[tuple[str, str]] = frozenset()) -> None:
-        self.app = app
+        super().__init__(app)
         self.keys = [k.encode("utf-8") for k in sorted(keys)]
         self.protected = protected
         self.limiter = limiter
         self.limited = limited
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = presented_key(scope) if self.keys else None
         if self.keys and scope["path"] in self.protected and not self._valid(key):
             detail = "an API key is required: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'" if key is None \

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -18,6 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .asgi import HttpMiddleware
 
 log = logging.getLogger(__name__)
 
@@ -62,32 +65,38 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
 
 
-class UnexpectedErrorMiddleware:
+async def _answer_failure(app: ASGIApp, scope: Scope, receive: Receive, send: Send,
+                          catch: type[BaseException], answer: Callable[[bool], JSONResponse | None]) -> None:
+    """Run ``app`` on an HTTP request; when it raises ``catch``, send ``answer(started)`` instead, or re-raise
+    when that is None. ``started``: the app had begun its response (no other answer can follow). ``answer`` is
+    called inside the ``except`` block (``log.exception`` there logs the traceback)."""
+    started = False
+
+    async def watch(message: Message) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, receive, watch)
+    except catch:
+        response = answer(started)
+        if response is None:
+            raise
+        await response(scope, receive, send)
+
+
+class UnexpectedErrorMiddleware(HttpMiddleware):
     """A bug becomes a JSON 500 and one logged traceback, inside the request's context (so the log line has
     its ID and the metrics count the 500), instead of Starlette's outermost handler and uvicorn's second
     traceback."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watch(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watch)
-        except Exception:
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        def answer(started: bool) -> JSONResponse | None:
             log.exception("unhandled error on %s %s", scope["method"], scope["path"])
-            if started:
-                raise
-            await error_response(500, "internal server error")(scope, receive, send)
+            return None if started else error_response(500, "internal server error")
+
+        await _answer_failure(self.app, scope, receive, send, Exception, answer)
 
 
 DRAIN_BYTES = 64 * 1024 * 1024  # an over-limit body is read and discarded up to this much ...
@@ -107,7 +116,7 @@ async def refuse(scope: Scope, receive: Receive, send: Send, status: int, detail
     await error_response(status, detail, headers={**(headers or {}), "Connection": "close"})(scope, receive, send)
 
 
-class BodyGuardMiddleware:
+class BodyGuardMiddleware(HttpMiddleware):
     """The request body, before the app sees it, all answered as JSON without parsing anything first:
     415 when a JSON route gets another Content-Type, 413 over ``max_bytes``, 408 when the body takes longer
     than ``timeout`` seconds to arrive, and 422 when a JSON route's body repeats a key in an object (which
@@ -120,15 +129,12 @@ class BodyGuardMiddleware:
 
     def __init__(self, app: ASGIApp, max_bytes: int, json_routes: frozenset[tuple[str, str]] = frozenset(),
                  timeout: float = 30.0) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
         self.json_routes = json_routes  # (method, path) pairs whose body must be JSON
         self.timeout = timeout
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers", []))
         length = _content_length(headers)
         waits_for_continue = headers.get(b"expect", b"").lower() == b"100-continue"
@@ -236,34 +242,20 @@ def _content_length(headers: dict[bytes, bytes]) -> int | None:
         return None
 
 
-class ShutdownGuardMiddleware:
+class ShutdownGuardMiddleware(HttpMiddleware):
     """A request still running when the server's shutdown grace period ends is cancelled by uvicorn, which
     would answer a plain-text 500 and log a traceback. Answer a JSON 503 instead (the client may retry
     elsewhere) and end the request quietly."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watch(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watch)
-        except asyncio.CancelledError:
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        def answer(started: bool) -> JSONResponse | None:
             task = asyncio.current_task()
             if started or task is None:
-                raise
+                return None
             if hasattr(task, "uncancel"):  # Python 3.11+: this task goes on to answer
                 task.uncancel()
             log.warning("%s %s cancelled by the shutdown; answered 503", scope["method"], scope["path"])
-            await error_response(503, "the service is shutting down; retry the request",
-                                 headers={"Retry-After": "5", "Connection": "close"})(scope, receive, send)
+            return error_response(503, "the service is shutting down; retry the request",
+                                  headers={"Retry-After": "5", "Connection": "close"})
+
+        await _answer_failure(self.app, scope, receive, send, asyncio.CancelledError, answer)

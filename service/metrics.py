@@ -17,6 +17,8 @@ from prometheus_client import (
 )
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .asgi import HttpMiddleware
+
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 ERROR_KINDS = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
@@ -79,18 +81,15 @@ def route_label(scope: Scope, known: frozenset[str] = frozenset(), mounts: tuple
     return "unmatched"
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(HttpMiddleware):
     def __init__(self, app: ASGIApp, metrics: Metrics, known_paths: frozenset[str] = frozenset(),
                  mounts: tuple[str, ...] = ()) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
         self.known_paths = known_paths
         self.mounts = mounts
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         status: int | None = None
         gone = False
         start = time.perf_counter()

@@ -16,6 +16,7 @@ from contextvars import ContextVar
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .asgi import HttpMiddleware
 from .metrics import STATUS_KEY
 
 HEADER = "X-Request-ID"
@@ -44,19 +45,16 @@ def request_id_of(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
-class RequestIdMiddleware:
+class RequestIdMiddleware(HttpMiddleware):
     """Sets the request's ID, adds it to the response headers, and writes the access line (when
     ``access_log``): client, method, path, HTTP version, status (as ``MetricsMiddleware`` inside it counted
     it: 499 when the client left first) and time taken."""
 
     def __init__(self, app: ASGIApp, access_log: bool = True) -> None:
-        self.app = app
+        super().__init__(app)
         self.access_log = access_log
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         rid = request_id_of(scope)
         token = current.set(rid)
         start = time.perf_counter()

@@ -51,7 +51,7 @@ class Cutter:
     def __init__(self, text: str, window: int | None, protect: Iterable[str] = ()):
         self.text = text
         n = len(text)
-        self.chunks = chunk_boundaries(text, window) if window and n else [(0, n)]
+        self.chunks = sentence_chunk_spans(text, window) if window and n else [(0, n)]
         blocked = _inside_protected(text, protect) if len(self.chunks) > 1 else set()
         self.soft = {0, n} | {e for _, e in self.chunks if e < n and text[e - 1] in CUT_AFTER and e not in blocked}
         self.next = 0  # index of the first chunk not handed out
@@ -100,11 +100,6 @@ def pieces(text: str, limit: int, window: int | None, protect: Iterable[str] = (
     while not cutter.done:
         out.append(cutter.take(limit))
     return out
-
-
-def chunk_boundaries(text: str, window: int) -> list[tuple[int, int]]:
-    """The corrector's chunks of ``text``: ``corrector.text.sentence_chunk_spans(text, window)``."""
-    return sentence_chunk_spans(text, window)
 
 
 def _inside_protected(text: str, words: Iterable[str]) -> set[int]:

@@ -9,8 +9,9 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -86,16 +87,43 @@ def kind(texts: list[str]) -> str:
     return "".join(sorted({"L" if t.startswith("一") else t[0] for t in texts}))
 
 
+@pytest.fixture
+def gate() -> Gated:
+    return Gated()
+
+
+@asynccontextmanager
+async def running(runner: Runner, gate: Gated | None = None) -> AsyncIterator[Runner]:
+    """``runner`` started (in the test's event loop, with ``gate`` bound to it first), and stopped after."""
+    if gate is not None:
+        gate.bind()
+    await runner.start()
+    try:
+        yield runner
+    finally:
+        await runner.stop()
+
+
+def finish(runner: Runner, texts: list[str], options: CorrectOptions = PLAIN, gate: Gated | None = None,
+           ) -> list[Correction]:
+    """``texts`` corrected by ``runner`` from its start to its stop; with ``gate``, every call let through."""
+    async def go() -> list[Correction]:
+        async with running(runner, gate):
+            if gate is None:
+                return await runner.correct(texts, options)
+            task = asyncio.create_task(runner.correct(texts, options))
+            await gate.drive([task])
+            return await task
+
+    return asyncio.run(go())
+
+
 @pytest.mark.parametrize("runner_type", [MicroBatcher, DirectRunner])
-def test_a_small_request_goes_before_the_rest_of_a_long_one(runner_type: type[Runner]):
+def test_a_small_request_goes_before_the_rest_of_a_long_one(gate: Gated, runner_type: type[Runner]):
     """A small request sent while a long one runs waits for the unit in progress only."""
-    gate = Gated()
 
     async def go() -> list[list[str]]:
-        gate.bind()
-        runner = runner_type(gate, max_batch_chars=100, max_wait_ms=0)
-        await runner.start()
-        try:
+        async with running(runner_type(gate, max_batch_chars=100, max_wait_ms=0), gate) as runner:
             tasks = [asyncio.create_task(runner.correct([LONG], PLAIN))]
 
             def send_small(i: int, texts: list[str]) -> None:
@@ -105,8 +133,6 @@ def test_a_small_request_goes_before_the_rest_of_a_long_one(runner_type: type[Ru
             calls = await gate.drive(tasks, send_small)
             assert (await tasks[0])[0].source == LONG and (await tasks[1])[0].source == "s"
             return calls
-        finally:
-            await runner.stop()
 
     calls = asyncio.run(go())
     assert [kind(c) for c in calls] == ["L", "s", "L", "L", "L", "L", "L"]
@@ -114,16 +140,12 @@ def test_a_small_request_goes_before_the_rest_of_a_long_one(runner_type: type[Ru
     assert all(len("".join(c)) <= 100 for c in calls)
 
 
-def test_a_long_request_gets_every_other_unit_under_steady_load():
+def test_a_long_request_gets_every_other_unit_under_steady_load(gate: Gated):
     """Before: every newcomer went ahead of a request that had had a unit, so under steady load a long text
     never got its second unit (issue 37, 2)."""
-    gate = Gated()
 
     async def go() -> list[list[str]]:
-        gate.bind()
-        runner = MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0)
-        await runner.start()
-        try:
+        async with running(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0), gate) as runner:
             big = asyncio.create_task(runner.correct([LONG], PLAIN))
             tasks = [big]
 
@@ -134,22 +156,16 @@ def test_a_long_request_gets_every_other_unit_under_steady_load():
             calls = await gate.drive(tasks, steady, max_calls=30)
             assert (await big)[0].source == LONG
             return calls
-        finally:
-            await runner.stop()
 
     order = [kind(c) for c in asyncio.run(go())]
     assert order[:9] == ["L", "s", "L", "s", "L", "s", "L", "s", "L"]
 
 
-def test_requests_being_served_take_turns():
-    gate = Gated()
+def test_requests_being_served_take_turns(gate: Gated):
     a, b = "一" * 9 + "，", "二" * 9 + "，"
 
     async def go() -> list[list[str]]:
-        gate.bind()
-        runner = DirectRunner(gate, max_batch_chars=20)
-        await runner.start()
-        try:
+        async with running(DirectRunner(gate, max_batch_chars=20), gate) as runner:
             tasks = [asyncio.create_task(runner.correct([a * 8], PLAIN))]  # four pieces of 20
 
             def second(i: int, texts: list[str]) -> None:
@@ -157,21 +173,15 @@ def test_requests_being_served_take_turns():
                     tasks.append(asyncio.create_task(runner.correct([b * 8], PLAIN)))
 
             return await gate.drive(tasks, second)
-        finally:
-            await runner.stop()
 
     assert "".join(c[0][0] for c in asyncio.run(go())) == "一二一二一二一二"
 
 
-def test_a_cancelled_request_gets_no_further_units():
+def test_a_cancelled_request_gets_no_further_units(gate: Gated):
     """Its caller timed out or disconnected during its first unit: the rest never runs."""
-    gate = Gated()
 
     async def go() -> list[list[str]]:
-        gate.bind()
-        runner = MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0)
-        await runner.start()
-        try:
+        async with running(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0), gate) as runner:
             big = asyncio.create_task(runner.correct([LONG], PLAIN))
             tasks = [big]
 
@@ -183,42 +193,24 @@ def test_a_cancelled_request_gets_no_further_units():
             calls = await gate.drive(tasks, leave)
             assert big.cancelled() and (await tasks[1])[0].source == "after"
             return calls
-        finally:
-            await runner.stop()
 
     assert [kind(c) for c in asyncio.run(go())] == ["L", "a"]
 
 
-def finish_all(gate: Gated, runner: Runner, texts: list[str], options: CorrectOptions) -> list[Correction]:
-    async def go() -> list[Correction]:
-        gate.bind()
-        await runner.start()
-        try:
-            task = asyncio.create_task(runner.correct(texts, options))
-            await gate.drive([task])
-            return await task
-        finally:
-            await runner.stop()
-
-    return asyncio.run(go())
-
-
-def test_every_unit_is_bounded_whatever_the_punctuation():
+def test_every_unit_is_bounded_whatever_the_punctuation(gate: Gated):
     """Before: a text without punctuation was never cut, so one request held the model for as long as it
     liked (issue 37, 1). Now it is cut at the model's window boundaries (with a window of context on each
     side of a cut) and no call reads more than max_batch_chars characters."""
-    gate = Gated()
     text = "天" * 5000
-    [result] = finish_all(gate, MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0), [text], PLAIN)
+    [result] = finish(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0), [text], gate=gate)
     assert result.source == result.target == text
     assert len(gate.calls) >= 5000 // 100 and max(len(t) for c in gate.calls for t in c) <= 100
 
 
-def test_dearer_settings_make_smaller_units():
-    gate = Gated()
+def test_dearer_settings_make_smaller_units(gate: Gated):
     dear = CorrectOptions.of(shortlist=8 + 128)  # each character costs twice the default
     assert cost_factor(dear.as_kwargs(), None) == 2.0
-    finish_all(gate, DirectRunner(gate, max_batch_chars=100), [LONG], dear)
+    finish(DirectRunner(gate, max_batch_chars=100), [LONG], dear, gate=gate)
     assert max(len("".join(c)) for c in gate.calls) <= 50 and len(gate.calls) >= 10
 
 
@@ -256,27 +248,12 @@ def test_a_text_too_dear_to_finish_in_time_ends_after_one_unit():
     dear = Dear(per_char=5e-4)  # 2,000 characters a second; the runner expects 100,000
 
     async def go() -> None:
-        runner = DirectRunner(dear, max_batch_chars=1000, rate=100_000)
-        await runner.start()
-        try:
+        async with running(DirectRunner(dear, max_batch_chars=1000, rate=100_000)) as runner:
             with pytest.raises(TooSlow, match="characters per second"):
                 await runner.correct(["一二三四五六七八九，" * 500], PLAIN, timeout=0.5)
-        finally:
-            await runner.stop()
 
     asyncio.run(go())
     assert len(dear.calls) == 1
-
-
-def finish(runner: Runner, texts: list[str]) -> list[Correction]:
-    async def go() -> list[Correction]:
-        await runner.start()
-        try:
-            return await runner.correct(texts, PLAIN)
-        finally:
-            await runner.stop()
-
-    return asyncio.run(go())
 
 
 # ---- admission -------------------------------------------------------------------------------------------
@@ -341,14 +318,10 @@ def test_per_request_cost_settings_have_server_maxima(priced, field, limit):
                                     "msg": f"Input should be less than or equal to {limit} (this server's maximum)"}]}
 
 
-def test_a_request_that_would_make_an_admitted_one_late_is_refused_as_busy():
-    gate = Gated()
-
+def test_a_request_that_would_make_an_admitted_one_late_is_refused_as_busy(gate: Gated):
     async def go() -> None:
-        gate.bind()
-        runner = MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0, rate=1000, share=0.5)
-        await runner.start()
-        try:
+        async with running(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0, rate=1000, share=0.5),
+                           gate) as runner:
             first = asyncio.create_task(runner.correct(["一二三四五六七八九，" * 400], PLAIN, timeout=10))  # 4,000
             tasks = [first]
 
@@ -362,8 +335,6 @@ def test_a_request_that_would_make_an_admitted_one_late_is_refused_as_busy():
                 await tasks[1]
             assert refused.value.busy and "the service is busy" in str(refused.value)
             assert len((await first)[0].source) == 4000 and len((await tasks[2])[0].source) == 100  # 100 fit
-        finally:
-            await runner.stop()
 
     asyncio.run(go())
 
