@@ -650,8 +650,12 @@ def make_dataset(
     progress: bool = True,
     prior: dict[str, dict[str, float]] | None = None,
     lm_score: Callable[[list[str]], Sequence[float]] | None = None,
+    distinct: int = 0,
+    exclude: frozenset[str] = frozenset(),
 ) -> Stats:
     """Writes the shuffled train pairs to out (and the held-out real pairs to holdout_out); returns stats.
+    ``distinct`` > 0 draws at most that many sentences, each then used about n / distinct times, each time with
+    fresh errors (a smaller file to carry, the same number of pairs). Sentences in ``exclude`` are never drawn.
 
     Each random step has its own stream derived from the seed, so e.g. other --real files do not change
     the synthetic pairs."""
@@ -680,9 +684,9 @@ def make_dataset(
         real_train += kept * real_repeat
     stats.holdout = len(held)
 
-    keep = lambda s: is_training_sentence(s, min_chars, max_chars, min_cjk_share)  # noqa: E731
+    keep = lambda s: is_training_sentence(s, min_chars, max_chars, min_cjk_share) and s not in exclude  # noqa: E731
     sentences, stats.eligible_sentences = sample_sentences(
-        sentences_file, n, random.Random(f"{seed}/sample"), keep
+        sentences_file, min(n, distinct) if distinct > 0 else n, random.Random(f"{seed}/sample"), keep
     )
     if n > 0 and not sentences:
         raise ValueError(f"{sentences_file} has no sentences of {min_chars}..{max_chars} characters")
@@ -729,6 +733,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--out", type=Path, required=True, help="output TSV, source<TAB>target per line")
     ap.add_argument("--n", type=int, default=300_000, help="synthetic pairs to make (default 300000)")
+    ap.add_argument("--distinct", type=int, default=0,
+                    help="draw at most this many sentences and reuse them, each time with fresh errors (0: up to n)")
     ap.add_argument(
         "--seed", type=int, default=1, help="random seed; same inputs + seed = same output (default 1)"
     )
@@ -787,6 +793,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="pairs of the first --real file held out as a dev split (default 0)",
     )
     ap.add_argument("--holdout-out", type=Path, help="where the held-out pairs go (required with --holdout)")
+    ap.add_argument("--exclude-targets", type=Path, nargs="*", default=[],
+                    help="pair files whose target sentences are never drawn (e.g. the fine-tuning pairs, for pairs the "
+                    "ranker is fitted on)")
     ap.add_argument("--prior-candidates", type=Path,
                     help="candidate table dir (training.candidates) whose real confusions and similarities give the "
                          "'prior' error kind: P(written | intended) as training.confusion_prior weighs it")
@@ -835,8 +844,8 @@ def main(argv: list[str] | None = None) -> None:
     for path in [args.sentences, vocab_file, *args.real, *([args.jieba_dict] if args.jieba_dict else [])]:
         if not path.is_file():
             ap.error(f"{path} does not exist")
-    if args.n < 0 or args.real_repeat < 0 or args.holdout < 0:
-        ap.error("--n, --real-repeat and --holdout must be >= 0")
+    if args.n < 0 or args.real_repeat < 0 or args.holdout < 0 or args.distinct < 0:
+        ap.error("--n, --distinct, --real-repeat and --holdout must be >= 0")
     if not 0 <= args.clean_share <= 1 or not 0 <= args.clean_hard_share <= 1:
         ap.error("--clean-share and --clean-hard-share must be in [0, 1]")
     if args.holdout > 0 and (not args.real or args.holdout_out is None):
@@ -884,6 +893,8 @@ def main(argv: list[str] | None = None) -> None:
         progress=not args.no_progress,
         prior=prior,
         lm_score=lm_scorer(args.lm) if config.mix["lm"] > 0 else None,
+        distinct=args.distinct,
+        exclude=frozenset(t for path in args.exclude_targets for _, t in read_pairs(path)[0]),
     )
     print(summary(stats, time.perf_counter() - t0))
     print(f"→ {args.out}" + (f", held out → {args.holdout_out}" if stats.holdout else ""))

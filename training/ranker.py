@@ -461,6 +461,10 @@ def main(argv: list[str] | None = None) -> None:
                          "on the dev split's rows (for networks fine-tuned on the ranker's training pairs: fit_blend)")
     ap.add_argument("--train-pairs", type=Path, help="fit on these source<TAB>target pairs instead of all the real "
                     "training pairs (e.g. a fold the networks were not fine-tuned on: training.splits --hold-out-fold)")
+    ap.add_argument("--synthetic-pairs", type=Path, help="more source<TAB>target pairs to fit on beside the real "
+                    "ones, drawn the way native writers slip (training.make_csc_data on sentences the networks were "
+                    "not fine-tuned on): their confusions are not in the candidate table's counts, so their rows "
+                    "are not counted leave-one-out")
     ap.add_argument("--cache", type=Path, help="folder for the extracted feature tables (reused when present)")
     ap.add_argument("--report", type=Path, help="JSON report (recall, weights, sweep, reliability)")
     ap.add_argument("--plot", type=Path, help="reliability plot PNG")
@@ -511,8 +515,11 @@ def main(argv: list[str] | None = None) -> None:
         return t
 
     # 1. shortlist weights, on every candidate of the erroneous characters
-    full = cached(f"train_cheap{tag}", lambda: Table.concat([extract_cheap(f, ps, leave_one_out=loo)
-                                                            for f, ps in fit.groups(train)]))  # no LM feature here
+    synthetic = read_pairs(a.synthetic_pairs) if a.synthetic_pairs else []
+    report["synthetic_pairs"] = len(synthetic)
+    full = cached(f"train_cheap{tag}", lambda: Table.concat(
+        [extract_cheap(f, ps, leave_one_out=loo) for f, ps in fit.groups(train)]
+        + [extract_cheap(f, ps, leave_one_out=False) for f, ps in fit.groups(synthetic)]))  # no LM feature here
     short_w = fit_conditional_logit(full, list(CHEAP)).linear
     report["shortlist_weights"] = short_w
     report["candidate_recall_train"] = round(float(full.reachable.mean()), 4)
@@ -526,7 +533,8 @@ def main(argv: list[str] | None = None) -> None:
 
     # 2. the ranker, with and without the LM, for each hidden size; 3. thresholds on dev
     rows = cached(f"train_rows_s{a.shortlist}{tag}", lambda: Table.concat(
-        [extract(f, ps, shortlist=a.shortlist, leave_one_out=loo) for f, ps in fit.groups(train)]))
+        [extract(f, ps, shortlist=a.shortlist, leave_one_out=loo) for f, ps in fit.groups(train)]
+        + [extract(f, ps, shortlist=a.shortlist, leave_one_out=False) for f, ps in fit.groups(synthetic)]))
     print(f"{len(rows.X):,} training rows ({time.time() - t0:.0f} s)", flush=True)
     grid = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.3 ... 0.9
     best: dict | None = None
@@ -585,7 +593,7 @@ def main(argv: list[str] | None = None) -> None:
     everyone.set(ranker=RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"],
                                       best["threshold_no_lm"]))
     report["reliability_dev"] = reliability(dev_fix, dev, a.plot)
-    meta = {"fitted": True, "train_pairs": len(train), "shortlist": best["shortlist"], "hidden": best["hidden"],
+    meta = {"fitted": True, "train_pairs": len(train), "synthetic_pairs": len(synthetic), "shortlist": best["shortlist"], "hidden": best["hidden"],
             "products": best["products"],
             **({"blend_on_dev": report["blend"]} if a.blend_on_dev else {}),
             "threshold_chosen_on": "dev split", "max_fpr": a.max_fpr,

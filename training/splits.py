@@ -13,6 +13,7 @@ from .make_csc_data import read_pairs, split_holdout, write_pairs
 
 SIGHAN_TRAIN = "csc/sighan_train.tsv"
 CSC_HARD_TRAIN = "csc/csc_hard_train.tsv"
+ECSPELL_TRAIN = "csc/ecspell_train"  # real pairs of mainland legal, medical and official text (*.tsv), when present
 WANG_DEV = "csc/wang271k_dev.tsv"
 HOLDOUT = 1000
 
@@ -33,12 +34,17 @@ def dev_pairs(data_dir: Path, holdout: int = HOLDOUT) -> list[Pair]:
     return held + [(t, t) for t in clean]
 
 
+def other_train_files(data_dir: Path) -> list[Path]:
+    """The real training pair files besides sighan_train (none held out): csc_hard_train, then each
+    ecspell_train file there is, by name."""
+    return [Path(data_dir) / CSC_HARD_TRAIN, *sorted((Path(data_dir) / ECSPELL_TRAIN).glob("*.tsv"))]
+
+
 def train_pairs(data_dir: Path, holdout: int = HOLDOUT) -> list[Pair]:
     """Real pairs the decoder's statistics and ranker are fitted on (never the dev split or a test)."""
     rest, held = sighan_holdout(data_dir, holdout)
     targets = {t for _, t in held}
-    hard, _ = read_pairs(Path(data_dir) / CSC_HARD_TRAIN)
-    return rest + [p for p in hard if p[1] not in targets]
+    return rest + [p for path in other_train_files(data_dir) for p in read_pairs(path)[0] if p[1] not in targets]
 
 
 def text_folds(data_dir: Path, folds: int) -> dict[str, int]:
@@ -47,8 +53,8 @@ def text_folds(data_dir: Path, folds: int) -> dict[str, int]:
     file order, so sentences of one essay (consecutive lines) fall in one fold. A target is in the fold of
     its first line."""
     out: dict[str, int] = {}
-    for name in (SIGHAN_TRAIN, CSC_HARD_TRAIN):
-        pairs, _ = read_pairs(Path(data_dir) / name)
+    for path in (Path(data_dir) / SIGHAN_TRAIN, *other_train_files(data_dir)):
+        pairs, _ = read_pairs(path)
         for i, (_, t) in enumerate(pairs):
             out.setdefault(t, i * folds // max(len(pairs), 1))
     return out

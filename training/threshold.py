@@ -11,6 +11,10 @@ word forms, which the corrector must leave alone. So this also decodes the targe
 change at most ``--max-changed`` of it, then takes the most dev F1 among them. Both sets are dev sets (no test set
 is read). The networks and features are computed once per set; each threshold only decides again
 (``training.ranker.sweep``). Writes the chosen threshold into the bundle's ranker.json, with the rule in its meta.
+
+``--choose-on FILE ...`` adds development sets of what users write (``csc/lemon_dev/*.tsv``: native speakers'
+errors in mainland text): the threshold is then the one with the most mean F1 over the dev split and those sets,
+among those that also change at most ``--max-fpr-each`` of each added set's correct sentences.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from corrector import Corrector
 
@@ -44,11 +50,18 @@ def grid(text: str) -> list[float]:
     return values
 
 
-def choose(dev_rows: list[dict], changed: list[float], max_fpr: float, max_changed: float) -> dict | None:
-    """The dev row with the most sentence correction F1 among those with dev FPR <= max_fpr whose share of
-    correct sentences changed is <= max_changed (ties: the higher threshold); None when no row meets both."""
-    ok = [r for r, c in zip(dev_rows, changed) if r["false_positive_rate"] <= max_fpr and c <= max_changed]
-    return max(ok, key=lambda r: (r["sentence_correction"]["f1"], r["threshold"])) if ok else None
+def choose(dev_rows: list[dict], changed: list[float], max_fpr: float, max_changed: float,
+           others: list[list[dict]] = (), max_fpr_each: float = 1.0) -> dict | None:
+    """The dev row with the most sentence correction F1 (with ``others``, the mean F1 of the dev split and each
+    other set's row at the same threshold) among those with dev FPR <= max_fpr, every other set's FPR <=
+    max_fpr_each, and a share of correct sentences changed <= max_changed (ties: the higher threshold); None
+    when no row meets them all."""
+    def f1(i: int) -> float:
+        return float(np.mean([rows[i]["sentence_correction"]["f1"] for rows in (dev_rows, *others)]))
+
+    ok = [i for i, (r, c) in enumerate(zip(dev_rows, changed)) if r["false_positive_rate"] <= max_fpr
+          and c <= max_changed and all(rows[i]["false_positive_rate"] <= max_fpr_each for rows in others)]
+    return dev_rows[max(ok, key=lambda i: (f1(i), dev_rows[i]["threshold"]))] if ok else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -62,6 +75,11 @@ def main(argv: list[str] | None = None) -> None:
                     "DATA/csc/wang271k_dev.tsv)")
     ap.add_argument("--max-fpr", type=float, default=0.08, help="most error-free dev sentences changed")
     ap.add_argument("--max-changed", type=float, default=0.05, help="most correct sentences changed")
+    ap.add_argument("--choose-on", type=Path, nargs="*", default=[],
+                    help="more dev pair files (e.g. DATA/csc/lemon_dev/*.tsv): choose on the mean F1 of the dev "
+                    "split and these, each of them changing at most --max-fpr-each of its correct sentences")
+    ap.add_argument("--max-fpr-each", type=float, default=0.03, help="most correct sentences of each "
+                    "--choose-on set changed")
     ap.add_argument("--grid", type=grid, default=grid("0.30:0.80:0.01"), help="thresholds tried (LO:HI:STEP)")
     ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
     ap.add_argument("--report", type=Path, help="JSON report: every threshold's dev metrics and share changed")
@@ -77,17 +95,25 @@ def main(argv: list[str] | None = None) -> None:
     folds = Folds.over(fix, a.fit_lm_folds, a.data) if a.fit_lm_folds else Folds([fix])
     dev_rows = sweep(folds, dev_pairs(a.data, a.holdout), a.grid)
     changed = [r["false_positive_rate"] for r in sweep(fix, [(t, t) for t in correct], a.grid)]
-    table = [{**row, "changed": round(c, 4)} for row, c in zip(summarise(dev_rows), changed)]
+    others = {path.stem: sweep(fix, read_pairs(path), a.grid) for path in a.choose_on}
+    other_rows = {name: summarise(rows) for name, rows in others.items()}
+    table = [{**row, "changed": round(c, 4), **{f"{name}_{k}": rows[i][k] for name, rows in other_rows.items()
+                                                 for k in ("f1", "fpr")}}
+             for i, (row, c) in enumerate(zip(summarise(dev_rows), changed))]
     for row in table:
         print(f"{row['threshold']:.3f}: dev F1 {row['f1']:.3f} FPR {row['fpr']:.3f}, "
-              f"{correct_file.name} targets changed {row['changed']:.3f}")
-    best = choose(dev_rows, changed, a.max_fpr, a.max_changed)
+              f"{correct_file.name} targets changed {row['changed']:.3f}"
+              + "".join(f"; {name} F1 {row[name + '_f1']:.3f} FPR {row[name + '_fpr']:.3f}" for name in others))
+    best = choose(dev_rows, changed, a.max_fpr, a.max_changed, list(others.values()), a.max_fpr_each)
     if best is None:
-        raise SystemExit(f"no threshold of the grid keeps dev FPR <= {a.max_fpr} and {correct_file.name}'s targets "
-                         f"changed <= {a.max_changed}")
+        raise SystemExit(f"no threshold of the grid keeps dev FPR <= {a.max_fpr}, {correct_file.name}'s targets "
+                         f"changed <= {a.max_changed}" + (f" and each --choose-on set's FPR <= {a.max_fpr_each}"
+                                                          if others else ""))
     old = fix.ranker.threshold
     rule = {"max_fpr": a.max_fpr, "max_changed": a.max_changed, "correct": correct_file.name,
-            "dev_lm": "cross-fitted folds" if a.fit_lm_folds else "the bundle's", "before": old}
+            "dev_lm": "cross-fitted folds" if a.fit_lm_folds else "the bundle's", "before": old,
+            **({"choose_on": sorted(others), "max_fpr_each": a.max_fpr_each,
+                "objective": "mean F1 of the dev split and the choose_on sets"} if others else {})}
     ranker = fix.ranker.with_threshold(True, best["threshold"])
     ranker = replace(ranker, meta={**ranker.meta, "threshold_rule": rule})
     (a.model / "ranker.json").write_text(json.dumps(ranker.to_dict(), ensure_ascii=False, indent=1),
