@@ -16,7 +16,7 @@
 #   -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca.crt:ro --build-arg PIP_CERT=/run/host-ca.crt
 #
 # The GPU image also runs without a GPU: the corrector falls back to ONNX Runtime's CPU provider.
-# Needs data/electra_models/default (a bundle written by training/export.py) in the build context: it is
+# Needs data/electra_models/default (a bundle written by training/bundle/export.py) in the build context: it is
 # installed with the package (as corrector_models), which is where the service finds it by default.
 
 # CUDA 12 + cuDNN 9: what onnxruntime-gpu 1.20-1.26 wheels are built against (1.27+ need CUDA 13).

@@ -4,8 +4,8 @@
         --cache runs/ranker_cache_gpu7kb --lm-folds runs/lm/dom10_folds --blend --sample 0.2 --out runs/ablations.json
 
 Every row refits the ranker without that group's features (and the products that use them) on the same training
-rows (the cached tables of ``training.ranker``: pass the cache of the run that fitted the bundle's ranker), with
-``--blend`` rescales its two blocks of weights on the dev split's rows as ``training.ranker --blend-on-dev`` does,
+rows (the cached tables of ``training.fitting.ranker``: pass the cache of the run that fitted the bundle's ranker), with
+``--blend`` rescales its two blocks of weights on the dev split's rows as ``training.fitting.ranker --blend-on-dev`` does,
 keeps the bundle's vetoed pairs, and picks its threshold on the dev split (best sentence correction F1 with at most
 ``--max-fpr`` of the dev's error-free sentences changed, on the uncalibrated probability); then reports the dev split
 (with ``--lm-folds``, each dev pair decoded with the LM fold that never counted it) and SIGHAN-15
@@ -26,10 +26,11 @@ import numpy as np
 
 from corrector import Corrector
 from corrector.features import CHEAP, COL, FEATURES
-from training.crossfit import Folds
-from training.csc_data import read_pairs
-from training.evaluate import run
-from training.ranker import (
+from training.data.csc_data import read_pairs
+from training.data.splits import dev_pairs, train_pairs
+from training.fitting.crossfit import Folds
+from training.fitting.evaluate import run
+from training.fitting.ranker import (
     Table,
     blended,
     choose_threshold,
@@ -40,7 +41,6 @@ from training.ranker import (
     save_table,
     sweep,
 )
-from training.splits import dev_pairs, train_pairs
 
 GROUPS = {
     "the networks (generator, RTD)": ("gen_lp", "rtd"),
@@ -53,7 +53,7 @@ GROUPS = {
     "word forms kept in real corrected text": ("seen", "seen_max", "kept_word"),
     "two-character word pairs": ("pair",),
 }
-GRID = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.3 ... 0.9, as training.ranker's first choice
+GRID = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.3 ... 0.9, as training.fitting.ranker's first choice
 
 
 def scores(fix: Corrector | Folds, pairs: list[tuple[str, str]], **settings) -> dict:
@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=Path("data/electra_models/default"))
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
-    ap.add_argument("--cache", type=Path, required=True, help="training.ranker's --cache folder (made if absent)")
+    ap.add_argument("--cache", type=Path, required=True, help="training.fitting.ranker's --cache folder (made if absent)")
     ap.add_argument("--max-fpr", type=float, default=0.08)
-    ap.add_argument("--lm-folds", type=Path, help="cross-fitting LM folds (training.char_lm --fold-out): dev decoded "
+    ap.add_argument("--lm-folds", type=Path, help="cross-fitting LM folds (training.evidence.char_lm --fold-out): dev decoded "
                     "with the fold that never counted each pair, as the bundle's LM counts the dev targets")
     ap.add_argument("--blend", action="store_true", help="rescale each refit's blocks on dev rows (--blend-on-dev)")
     ap.add_argument("--sample", type=float, default=1.0, help="refit on this share of the training sites (speed)")
@@ -79,11 +79,11 @@ def main(argv: list[str] | None = None) -> None:
     fix = Corrector.load(a.model, device="cpu")
     fitted = fix.ranker
     if not fitted.meta.get("fitted"):
-        raise SystemExit("the bundle has no fitted ranker.json (run training.ranker first)")
+        raise SystemExit("the bundle has no fitted ranker.json (run training.fitting.ranker first)")
     hidden = int(fitted.meta.get("hidden", 0))
     dev, test = dev_pairs(a.data), read_pairs(a.data / "csc" / "sighan15_test.tsv")
     dev_fix = Folds.over(fix, a.lm_folds, a.data) if a.lm_folds else Folds([fix])
-    cached = sorted(a.cache.glob("train_rows_s*.npz"))  # training.ranker's rows (any shortlist size)
+    cached = sorted(a.cache.glob("train_rows_s*.npz"))  # training.fitting.ranker's rows (any shortlist size)
     path = a.cache / f"train_rows_s{fix.config.shortlist}.npz"
     if cached:
         rows = load_table(cached[-1])

@@ -3,7 +3,7 @@
 # candidate table $CANDIDATES (default runs/candidates, built here when missing: the default bundle's tables plus
 # names.npz, the foreign names' characters), the character LM $LM (default: the in-domain LM of docs/training.md,
 # runs/lm/kn4_dom10), the ranker refitted on this pair's features with the LM's cross-fitting folds $FOLDS and the
-# decoding defaults, the unreliable edit pairs (training.pair_veto), then the dev split (cross-fitted, and without the
+# decoding defaults, the unreliable edit pairs (training.fitting.pair_veto), then the dev split (cross-fitted, and without the
 # LM), SIGHAN-15 (reported, never used for a choice) and the false positives on correct text.
 #
 #   bash benchmarks/bundle_point.sh runs/ft100 ft100        -> runs/bundle_ft100, runs/ft100_*.json, runs/ft100_fp.txt
@@ -11,48 +11,48 @@
 #   RANKER_FLAGS=--blend-on-dev THRESHOLD_FLAGS="--max-changed 0.05" bash benchmarks/bundle_point.sh runs/gpu_ft7k gpu7kt
 #                                                                          (the committed default, named "default" after)
 #
-# Needs the dev split (python -m training.splits --out runs/dev_split.tsv) and the LM with its folds
-# (python -m training.char_lm ... --in-domain-folds 5 --fold-out FOLDS, docs/training.md). About 40 min on 2 cores.
+# Needs the dev split (python -m training.data.splits --out runs/dev_split.tsv) and the LM with its folds
+# (python -m training.evidence.char_lm ... --in-domain-folds 5 --fold-out FOLDS, docs/training.md). About 40 min on 2 cores.
 set -euo pipefail
 PAIR=$1; NAME=$2
 SHARED=${SHARED:-../shared/data}
 LM=${LM:-runs/lm/kn4_dom10}
 FOLDS=${FOLDS:-runs/lm/dom10_folds}
 CANDIDATES=${CANDIDATES:-runs/candidates}
-RANKER_FLAGS=${RANKER_FLAGS:-}  # more training.ranker flags (--blend-on-dev: networks fine-tuned on its training pairs)
-THRESHOLD_FLAGS=${THRESHOLD_FLAGS:-}  # when set, training.threshold re-chooses the threshold with these flags (the
+RANKER_FLAGS=${RANKER_FLAGS:-}  # more training.fitting.ranker flags (--blend-on-dev: networks fine-tuned on its training pairs)
+THRESHOLD_FLAGS=${THRESHOLD_FLAGS:-}  # when set, training.fitting.threshold re-chooses the threshold with these flags (the
                                       # default bundle: --max-changed 0.05, wang271k's targets changed at most 5%)
 D=data/electra_models/default
 B=runs/bundle_$NAME
 P=lm_gain*pinyin,lm_gain*shape,lm_gain*rtd,lm_gain*word,lm_gain*error_rate,gen_lp*rtd,pinyin*shape,rtd*pinyin,rtd*error_rate
 rm -rf "$B"
-[ -f "$CANDIDATES/candidates.npz" ] || python -m training.candidates --similarity $D/similarity --data "$SHARED" \
+[ -f "$CANDIDATES/candidates.npz" ] || python -m training.evidence.candidates --similarity $D/similarity --data "$SHARED" \
     --out "$CANDIDATES"
 if [ -f "$PAIR/manifest.json" ]; then  # a bundle's networks as they are (the shipped ones, for comparison)
     cp -r "$PAIR" "$B"
 else
-    python -m training.export --run "$PAIR" --similarity $D/similarity --out "$B" --cpu-onnx int8
+    python -m training.bundle.export --run "$PAIR" --similarity $D/similarity --out "$B" --cpu-onnx int8
 fi
 # the decoding defaults, in the bundle before the ranker is fitted so that its rows, threshold and calibration are
 # what the bundle decodes: foreign names (docs/decoder.md) and kept words (with the in-domain LM,
 # protect_kept_words=3 kept cross-fitted dev F1 at a lower dev FPR for the shipped networks; measured again below)
 echo '{"protect_foreign_names": 0.005, "protect_kept_words": 3}' > "runs/defaults_$NAME.json"
-python -m training.export --update "$B" --lm "$LM" --candidates "$CANDIDATES" --defaults "runs/defaults_$NAME.json"
-python -m training.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "runs/ranker_cache_$NAME" \
+python -m training.bundle.export --update "$B" --lm "$LM" --candidates "$CANDIDATES" --defaults "runs/defaults_$NAME.json"
+python -m training.fitting.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "runs/ranker_cache_$NAME" \
     --fit-lm-folds "$FOLDS" --products $P --out "runs/ranker_$NAME.json" --report "runs/ranker_${NAME}_report.json" \
     --plot "runs/reliability_$NAME.png" $RANKER_FLAGS
-python -m training.export --update "$B" --ranker "runs/ranker_$NAME.json"
+python -m training.bundle.export --update "$B" --ranker "runs/ranker_$NAME.json"
 # the edit pairs this ranker gets mostly wrong on the training pairs, vetoed; the threshold re-chosen on dev
-python -m training.pair_veto --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" --report "runs/${NAME}_veto.json"
+python -m training.fitting.pair_veto --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" --report "runs/${NAME}_veto.json"
 # shellcheck disable=SC2086
-[ -z "$THRESHOLD_FLAGS" ] || python -m training.threshold --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" \
+[ -z "$THRESHOLD_FLAGS" ] || python -m training.fitting.threshold --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" \
     --report "runs/${NAME}_threshold.json" $THRESHOLD_FLAGS
-python -m training.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --report "runs/${NAME}_dev_cf.json"
-python -m training.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --set protect_kept_words=0 \
+python -m training.fitting.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --report "runs/${NAME}_dev_cf.json"
+python -m training.fitting.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --set protect_kept_words=0 \
     --report "runs/${NAME}_dev_cf_pkw0.json"
-python -m training.evaluate --data runs/dev_split.tsv --model "$B" --set use_lm=false --report "runs/${NAME}_dev_nolm.json"
-python -m training.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --report "runs/${NAME}_sighan15.json"
-python -m training.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --set use_lm=false \
+python -m training.fitting.evaluate --data runs/dev_split.tsv --model "$B" --set use_lm=false --report "runs/${NAME}_dev_nolm.json"
+python -m training.fitting.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --report "runs/${NAME}_sighan15.json"
+python -m training.fitting.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --set use_lm=false \
     --report "runs/${NAME}_sighan15_nolm.json"
 python benchmarks/false_positives.py --model "$B" --data "$SHARED" > "runs/${NAME}_fp.txt"
 cat "runs/${NAME}_fp.txt"

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from corrector import Corrector
-from training.csc_data import read_pairs
+from training.data.csc_data import read_pairs
 
 
 def candidate_recall(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> dict:

@@ -1,4 +1,4 @@
-"""F1 against pretraining tokens (or fine-tuning steps, ``--x``), from the JSON reports of ``training.evaluate``.
+"""F1 against pretraining tokens (or fine-tuning steps, ``--x``), from the JSON reports of ``training.fitting.evaluate``.
 
     python benchmarks/curve.py "networks alone:10M=runs/snapft/main10.sighan15_nolm.json" \\
         "networks alone:35M=runs/snapft/main35.sighan15_nolm.json" "with the LM:10M=runs/snapft/main10.sighan15.json" \\

@@ -5,7 +5,7 @@
 
 Options: ``fp32`` (float graphs), ``int8-dynamic`` (the dynamically quantised graphs run on whole
 padded batches: activation scales per batch tensor), ``int8-rows`` (the same graphs, one unpadded
-row per call), ``int8-static`` (graphs from ``training.quantize``: calibrated, fixed scales).
+row per call), ``int8-static`` (graphs from ``training.bundle.quantize``: calibrated, fixed scales).
 For each it prints sentences/s in batches of ``--batch-size`` (the best of ``--rounds`` passes, the
 options taking turns, so a machine shared with other work slows them alike), how many of the texts
 come out different alone (one text per call) and inside shuffled batches, and sentence correction F1.
@@ -26,7 +26,7 @@ def load(model: Path | None, option: str, threads: int):
 
     fix = Corrector.load(model, device="cpu", threads=threads, precision="fp32" if option == "fp32" else "int8")
     if option == "int8-static" and not fix.bundle.int8_static:
-        raise SystemExit(f"{fix.bundle.path} has no static int8 graphs (python -m training.quantize)")
+        raise SystemExit(f"{fix.bundle.path} has no static int8 graphs (python -m training.bundle.quantize)")
     if option in ("int8-dynamic", "int8-rows") and fix.bundle.int8_static:
         raise SystemExit(f"{fix.bundle.path} has static int8 graphs; pass a bundle with dynamic ones")
     if option == "int8-dynamic":  # the same graphs, whole padded batches on ONNX Runtime's intra-op threads
@@ -46,7 +46,7 @@ def batched(fix, texts: list[str], batch: int) -> tuple[list, float]:
 
 
 def exactness(fix, pairs: list[tuple[str, str]], batch: int, seed: int) -> dict:
-    from training.metrics import csc_metrics
+    from training.fitting.metrics import csc_metrics
 
     texts = [s for s, _ in pairs]
     in_batches, _ = batched(fix, texts, batch)
@@ -71,7 +71,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, required=True, help="source<TAB>target pairs")
     ap.add_argument("--model", type=Path, default=None, help="bundle with dynamic int8 graphs (default: the bundled one)")
-    ap.add_argument("--static-model", type=Path, default=None, help="bundle with static int8 graphs (training.quantize)")
+    ap.add_argument("--static-model", type=Path, default=None, help="bundle with static int8 graphs (training.bundle.quantize)")
     ap.add_argument("--option", nargs="+", choices=OPTIONS, default=None, help="default: all that the bundles allow")
     ap.add_argument("--limit", type=int, default=300)
     ap.add_argument("--batch-size", type=int, default=32)
@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    from training.csc_data import read_pairs
+    from training.data.csc_data import read_pairs
 
     pairs = read_pairs(args.data)[: args.limit]
     options = args.option or [o for o in OPTIONS if o != "int8-static" or args.static_model]

@@ -3,7 +3,7 @@
     python benchmarks/false_positives.py [--model data/electra_models/default] [--data ../shared/data]
 
 Three kinds of correct sentences: the target side of ``csc/wang271k_dev.tsv`` (news-style, many
-names), the error-free sentences of the dev split (``training.splits.dev_pairs``: the held-out
+names), the error-free sentences of the dev split (``training.data.splits.dev_pairs``: the held-out
 sighan_train targets), and held-out lines of the professionally edited corpus files (laws and news;
 every 200th line, the lines the character LM's build holds out, cut at sentence ends). Prints the
 share of sentences changed and the most frequent changes.
@@ -18,11 +18,11 @@ from collections import Counter
 from pathlib import Path
 
 from corrector import Corrector
-from training.csc_data import read_pairs
-from training.splits import dev_pairs
+from training.data.csc_data import read_pairs
+from training.data.splits import dev_pairs
 
 EDITED = ("laws.txt.gz", "news_rss.txt.gz", "news_titles.txt.gz", "news_xwlb.txt.gz")
-HOLDOUT_EVERY = 200  # training.char_lm's default
+HOLDOUT_EVERY = 200  # training.evidence.char_lm's default
 
 
 def corpus_sentences(corpus: Path, limit: int) -> list[str]:

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from transformers import ElectraForMaskedLM
 
-from training.csc_data import collate, encode_pairs, read_pairs
-from training.modeling import generator_head
+from training.data.csc_data import collate, encode_pairs, read_pairs
+from training.networks.modeling import generator_head
 
 
 @torch.no_grad()

@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 
 from corrector import Corrector
-from training.csc_data import read_pairs
-from training.ranker import choose_threshold, sweep
-from training.splits import dev_pairs
+from training.data.csc_data import read_pairs
+from training.data.splits import dev_pairs
+from training.fitting.ranker import choose_threshold, sweep
 
 GRID = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 

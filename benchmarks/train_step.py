@@ -4,7 +4,7 @@
         [--precision fp32 bf16] [--compile 0 1] [--batch-size 64 ...] [--device cpu|cuda]
 
 Each variant runs in its own process (torch.compile and oneDNN caches stay apart): a fresh model of the shape,
-then the training loop's own step (``training.loop.StepRunner.train_step``: generator, sampling, discriminator,
+then the training loop's own step (``training.networks.loop.StepRunner.train_step``: generator, sampling, discriminator,
 backward, clipping, AdamW) on batches of random ids, 5 warm-up steps (plus compiling) untimed, then ``--steps``
 timed. Pause other jobs on the machine first.
 """
@@ -26,9 +26,9 @@ def one(config: str, threads: int, precision: str, compiled: bool, steps: int, b
     import torch
 
     sys.path.insert(0, str(ROOT))
-    from training import loop
-    from training.modeling import get_config
-    from training.pretrain import ElectraPretrainer, PretrainConfig, make_masks
+    from training.networks import loop
+    from training.networks.modeling import get_config
+    from training.networks.pretrain import ElectraPretrainer, PretrainConfig, make_masks
 
     rt = loop.setup_runtime(device, threads, precision)
     cfg = PretrainConfig(config=config, seq_len=seq_len, batch_size=batch)

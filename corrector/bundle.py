@@ -12,11 +12,11 @@
                                     from one pass (the shared body stored once)
       onnx/*.int8.onnx              optional int8 copies for CPU (manifest "cpu_onnx": "int8" makes them the
                                     CPU default); manifest onnx.int8_activations "static" marks calibrated
-                                    graphs (training.quantize), anything else dynamic ones
+                                    graphs (training.bundle.quantize), anything else dynamic ones
       similarity/pinyin.tsv, similarity/shape.tsv
-      candidates/candidates.npz     optional: static candidate lists (training.candidates)
-      lm/                           optional: character n-gram LM (training.char_lm)
-      ranker.json                   optional: the fitted ranker's named weights and threshold (training.ranker)
+      candidates/candidates.npz     optional: static candidate lists (training.evidence.candidates)
+      lm/                           optional: character n-gram LM (training.evidence.char_lm)
+      ranker.json                   optional: the fitted ranker's named weights and threshold (training.fitting.ranker)
       dictionary/words.npz          optional: jieba's two- and three-character words as vocab-id keys with their
                                     counts (corrector.dictionary), read in milliseconds; without it the decoder
                                     reads jieba's own dictionary at first use (a second), with the same result

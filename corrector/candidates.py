@@ -1,4 +1,4 @@
-"""Static candidate lists per source character, written by ``training.candidates``.
+"""Static candidate lists per source character, written by ``training.evidence.candidates``.
 
 For every source character: the characters it may have been typed for (graded pinyin similarity
 above a floor, shape neighbours, and every pair seen in real training errors), each with its graded
@@ -48,7 +48,7 @@ class CandidateTable:
     def load(cls, directory: str | Path) -> CandidateTable:
         path = Path(directory) / CANDIDATES_NPZ
         if not path.is_file():
-            raise CorrectorError(f"candidate table {path} is missing; build it with `python -m training.candidates`")
+            raise CorrectorError(f"candidate table {path} is missing; build it with `python -m training.evidence.candidates`")
         try:
             z = np.load(path, allow_pickle=False)
             written = z["written"] if "written" in z.files else None

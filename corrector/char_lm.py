@@ -1,6 +1,6 @@
 """Character n-gram language model: memory-mapped backoff tables scored with vectorised numpy.
 
-Written by ``python -m training.char_lm``; read here with numpy only (nothing is loaded at import).
+Written by ``python -m training.evidence.char_lm``; read here with numpy only (nothing is loaded at import).
 
 Files in an LM directory::
 
@@ -149,7 +149,7 @@ class CharLM:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("format") != FORMAT:
             raise CorrectorError(f"{meta_path}: LM format {meta.get('format')!r}, this reader reads {FORMAT!r}; "
-                                 "rebuild it with python -m training.char_lm")
+                                 "rebuild it with python -m training.evidence.char_lm")
         names: tuple[str, ...] = ("table", "bucket_base", "bucket_off", "unigram_logprob", "unigram_bow",
                                   "codepoints")
         names += ("prob", "bow") if (p / "prob.npy").is_file() else ("prob_codebook", "bow_codebook")

@@ -42,7 +42,7 @@ class KenLMCharLM:
             raise CorrectorError(
                 f"{p} is a KenLM model, and reading it needs the optional 'kenlm' module "
                 "(pip install https://github.com/kpu/kenlm/archive/master.zip; it compiles C++). "
-                "Or convert it once: python -m training.char_lm --from-arpa MODEL.arpa --out DIR"
+                "Or convert it once: python -m training.evidence.char_lm --from-arpa MODEL.arpa --out DIR"
             ) from e
         if not p.is_file():
             raise CorrectorError(f"no KenLM model at {p}")

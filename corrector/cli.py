@@ -7,7 +7,7 @@
     python -m corrector batch --input corpus.txt --output out/   # corrector/batch/: a corpus, locally or on Ray
     python -m corrector settings                    # every decoding setting, with the value in force
 
-Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.export --hf``.
+Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.bundle.export --hf``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--protect-file", help="file of protected words, one per line")
     ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
     ap.add_argument("--no-lm", action="store_true", help="decide without the character LM (the networks' own ranker)")
-    ap.add_argument("--lm", help="another character LM: a training.char_lm directory, or a KenLM .arpa/.klm file "
+    ap.add_argument("--lm", help="another character LM: a training.evidence.char_lm directory, or a KenLM .arpa/.klm file "
                                  "(needs the kenlm module)")
     ap.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
                     help="any decoding setting ('python -m corrector settings' lists them with the values in force), "
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
             code = run_similar(argv[1:])
         elif argv and argv[0] == "export":
             raise CliError("'export' moved to the training package: "
-                           "python -m training.export --hf DISC_DIR GEN_DIR --out OUT_DIR (needs the 'train' extra)")
+                           "python -m training.bundle.export --hf DISC_DIR GEN_DIR --out OUT_DIR (needs the 'train' extra)")
         elif argv and argv[0] == "batch":
             from .batch.command import run_batch
 

@@ -69,7 +69,7 @@ class Corrector:
 
         ``precision`` picks the CPU graphs: "fp32", "int8" (the bundle's quantised copies) or "auto"
         (what the bundle's manifest recommends). CUDA always runs the float graphs. ``lm`` replaces the
-        bundle's character LM (a directory from ``training.char_lm``, or a KenLM ``.arpa``/``.klm`` file
+        bundle's character LM (a directory from ``training.evidence.char_lm``, or a KenLM ``.arpa``/``.klm`` file
         when the ``kenlm`` module is installed).
         """
         root = Path(path) if path is not None else default_model_path()
@@ -131,7 +131,7 @@ class Corrector:
                          self.ranker)
 
     def with_candidates(self, candidates: str | Path) -> Corrector:
-        """This Corrector over another candidate table (a ``training.candidates`` folder: the counts of another
+        """This Corrector over another candidate table (a ``training.evidence.candidates`` folder: the counts of another
         set of real pairs), sharing the ONNX sessions, the LM and every other table: the folds of cross-fitting."""
         evidence = Evidence(self.evidence.vocab, CandidateTable.load(candidates), self.tables, self.evidence.lm)
         return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker)
@@ -285,13 +285,13 @@ class Corrector:
 
 
 def _load_lm(path: Path) -> Any:
-    """A character LM directory (training.char_lm), or a KenLM .arpa/.klm file through the kenlm module."""
+    """A character LM directory (training.evidence.char_lm), or a KenLM .arpa/.klm file through the kenlm module."""
     if path.is_file() and path.suffix in (".arpa", ".klm", ".bin"):
         from .char_lm_kenlm import KenLMCharLM
 
         return KenLMCharLM.load(path)
     if not path.is_dir():
-        raise CorrectorError(f"no character LM at {path}: expected a directory from training.char_lm "
+        raise CorrectorError(f"no character LM at {path}: expected a directory from training.evidence.char_lm "
                              "or a KenLM .arpa/.klm file")
     return CharLM.load(path)
 

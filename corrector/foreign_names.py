@@ -1,5 +1,5 @@
 """Foreign names written in Han characters (柯林顿, 哈玛斯, 阿布沙伊夫): runs of characters that the corpus mostly
-writes inside dot-joined names (唐纳德·特朗普), counted by ``training.foreign_names`` into ``candidates/names.npz``.
+writes inside dot-joined names (唐纳德·特朗普), counted by ``training.evidence.foreign_names`` into ``candidates/names.npz``.
 
 Transliterations differ between regions and papers (柯林顿 and 克林顿, 哈玛斯 and 哈马斯), so the LM and the
 candidates readily "correct" a correct name into another region's spelling; real spelling errors inside such

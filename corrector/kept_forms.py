@@ -1,7 +1,7 @@
 """Word forms that real corrected text keeps: counts from the real training pairs, looked up per site.
 
 ``candidates/bigrams.npz`` counts each two-character sequence written correctly; ``candidates/words.npz``
-counts each two- or three-character word kept as written and corrected (``training.candidates``). They give
+counts each two- or three-character word kept as written and corrected (``training.evidence.candidates``). They give
 the keep rows three features: ``seen`` (the rarer of a character's two bigrams with its neighbours, as
 written), ``seen_max`` (the commoner) and ``kept_word`` (the best kept-to-changed ratio of the words
 through it): a form the annotators keep (甚么, 报导, 部份 in Taiwan-style text) is evidence against an

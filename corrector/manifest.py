@@ -1,4 +1,4 @@
-"""The bundle's ``manifest.json``: one typed record, written by ``training.export`` and read by ``corrector.bundle``."""
+"""The bundle's ``manifest.json``: one typed record, written by ``training.bundle.export`` and read by ``corrector.bundle``."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 P(choice | site) = softmax over the site's rows of w · features. The keep row is one of the choices,
 so an edit's probability is the probability that the candidate, not the character written, is what
-was meant; the weights are fitted on real errors (``training.ranker``) and the probability is
+was meant; the weights are fitted on real errors (``training.fitting.ranker``) and the probability is
 checked for calibration on the dev split. An edit is applied when its probability is above the
 threshold. After each round the LM features of the neighbours of applied edits are scored again on
 the corrected text, so several errors in one sentence, adjacent ones included, are fixed in turn.
@@ -39,7 +39,7 @@ class Scorer:
     calibration: tuple[tuple[float, ...], tuple[float, ...]] = IDENTITY
     # unreliable pairs: "ab" -> (right, wrong), the edits a -> b this scorer made decoding the real training pairs
     # when they were mostly wrong (甚 -> 什, 他 -> 她 in sighan_train); never made (``veto_unreliable_pairs``;
-    # training.pair_veto)
+    # training.fitting.pair_veto)
     veto: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def calibrate(self, p: np.ndarray | float) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Pinyin and glyph-shape similarity between characters, read from tables built offline.
 
-The tables are written by ``python -m training.similarity`` into one directory:
+The tables are written by ``python -m training.evidence.similarity`` into one directory:
 
 * ``pinyin.tsv``: ``char<TAB>freq<TAB>readings``, readings as comma-separated TONE3 strings
   (``zhong1,zhong4``; neutral tone is 5, ü is written v).
@@ -104,7 +104,7 @@ def pinyin_similarity(
 def _open_table(path: Path) -> list[str]:
     if not path.is_file():
         raise CorrectorError(
-            f"similarity table {path} is missing; build it with `python -m training.similarity`"
+            f"similarity table {path} is missing; build it with `python -m training.evidence.similarity`"
         )
     try:
         return path.read_text(encoding="utf-8").splitlines()

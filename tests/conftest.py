@@ -71,9 +71,9 @@ def build_tiny_bundle(out: Path, seed: int = 0, joint: bool = False) -> Path:
     where torch is not installed."""
     torch = pytest.importorskip("torch")
 
-    from training.export import write_bundle
-    from training.finetune import generator_on_discriminator
-    from training.modeling import build_models, get_config
+    from training.bundle.export import write_bundle
+    from training.networks.finetune import generator_on_discriminator
+    from training.networks.modeling import build_models, get_config
 
     torch.manual_seed(seed)
     vocab_file = out.parent / f"{out.name}-vocab.txt"
@@ -136,7 +136,7 @@ def build_tiny_lm(out: Path, order: int = 3) -> Path:
     import gzip
     import random
 
-    from training import char_lm
+    from training.evidence import char_lm
 
     rng = random.Random(0)
     lines = ["，".join(rng.sample(LM_SENTENCES, rng.randint(1, 3))) for _ in range(300)]

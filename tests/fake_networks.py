@@ -37,7 +37,7 @@ SAMPLE = (
     "未来末日候车侯爵拔草拨打电话精致精制中国人民银行北京上海张三李四汽已巳"
 )
 
-# The tiny bundle's similarity tables, as training.similarity builds them from its vocabulary (readings from
+# The tiny bundle's similarity tables, as training.evidence.similarity builds them from its vocabulary (readings from
 # pypinyin; shapes from the character decompositions alone, no font).
 READINGS = (
     "今 jin1|天 tian1|气 qi4|很 hen3|好 hao3,hao4|我 wo3|们 men5|去 qu4|公 gong1|园 yuan2|散 san4,san3|步 bu4|"
@@ -151,7 +151,7 @@ def fake_corrector(bundle: Bundle, networks: FakeNetworks | None = None, *, lm: 
                    candidates: CandidateTable | None = None, ranker: RankerWeights = HEURISTIC,
                    **settings: Any) -> Corrector:
     """A Corrector on ``bundle``'s tables and ``networks`` (default: no preferences anywhere), put together by
-    ``Corrector.from_parts`` as ``Corrector.load`` does: ``lm`` a training.char_lm directory, no candidate table
+    ``Corrector.from_parts`` as ``Corrector.load`` does: ``lm`` a training.evidence.char_lm directory, no candidate table
     unless given, the hand-set ranker unless given, ``settings`` the decoding settings (CorrectorConfig fields)."""
     networks = networks if networks is not None else FakeNetworks(vocab=read_vocab_list(bundle.vocab_path))
     fix = Corrector.from_parts(bundle, networks, SimilarityTables.load(bundle.file(SIMILARITY_DIR)),

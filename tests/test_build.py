@@ -133,11 +133,11 @@ def test_bad_recipes_and_arguments_exit_with_one_line(tmp_path, capsys):
         "key.toml": "unknown keys ['runs']",
         "reserved.toml": "(not data, init, state, bundle), got 'bundle'",
     }
-    (tmp_path / "reserved.toml").write_text('[[stage]]\nname = "bundle"\nrun = [["training.prepare"]]\n',
+    (tmp_path / "reserved.toml").write_text('[[stage]]\nname = "bundle"\nrun = [["training.data.prepare"]]\n',
                                             encoding="utf-8")
     (tmp_path / "nostage.toml").write_text('name = "x"\n', encoding="utf-8")
-    (tmp_path / "forward.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.prepare", "{later}"]]\n'
-                                           '[[stage]]\nname = "later"\nrun = [["training.prepare"]]\n', encoding="utf-8")
+    (tmp_path / "forward.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.data.prepare", "{later}"]]\n'
+                                           '[[stage]]\nname = "later"\nrun = [["training.data.prepare"]]\n', encoding="utf-8")
     (tmp_path / "module.toml").write_text('[[stage]]\nname = "a"\nrun = [["os.system", "ls"]]\n', encoding="utf-8")
     (tmp_path / "key.toml").write_text('[[stage]]\nname = "a"\nruns = []\n', encoding="utf-8")
     for name, message in cases.items():
@@ -145,10 +145,10 @@ def test_bad_recipes_and_arguments_exit_with_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, (name, err)
     # a stage whose command fails stops the build there and says which
-    (tmp_path / "fails.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.prepare", "--corpus", '
+    (tmp_path / "fails.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.data.prepare", "--corpus", '
                                          '"{data}/none", "--out", "{a}"]]\n', encoding="utf-8")
     assert build.main(["--recipe", str(tmp_path / "fails.toml"), "--data", str(data), "--out", str(tmp_path / "o")]) == 1
-    assert "stage 'a': python -m training.prepare failed" in capsys.readouterr().err
+    assert "stage 'a': python -m training.data.prepare failed" in capsys.readouterr().err
     assert not (tmp_path / "o" / "state" / "a.json").exists()
     assert build.main(["--recipe", "default", "--data", str(data), "--out", str(tmp_path / "o"),
                        "--init-from", str(tmp_path)]) == 1
@@ -180,35 +180,35 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     recipe = build.load_recipe("default")
     manifest = json.loads((ROOT / "data" / "electra_models" / "default" / "manifest.json").read_text(encoding="utf-8"))
     prov, ranker = manifest["provenance"], manifest["ranker"]
-    gpu = flags(recipe, "pretrain", "training.pretrain")
+    gpu = flags(recipe, "pretrain", "training.networks.pretrain")
     assert int(gpu["--max-steps"]) == prov["pretraining"]["step"]
     tokens = int(gpu["--max-steps"]) * int(gpu["--batch-size"]) * int(gpu["--seq-len"])
     added = prov["pretraining"]["tokens_seen"] - prov["pretraining"]["init_from"]["tokens_seen"]
     assert abs(tokens - added) / added < 0.01  # (padding makes a step's tokens a little less than its size)
-    cpu = flags(recipe, "pretrain_cpu", "training.pretrain")
+    cpu = flags(recipe, "pretrain_cpu", "training.networks.pretrain")
     assert int(cpu["--stop-after"]) * int(cpu["--batch-size"]) * int(cpu["--seq-len"]) == prov["pretraining"]["init_from"]["tokens_seen"]
     assert gpu["--config"] == cpu["--config"] == prov["pretraining"]["model_config"]
-    ft = flags(recipe, "finetune", "training.finetune")
+    ft = flags(recipe, "finetune", "training.networks.finetune")
     assert int(ft["--max-steps"]) == prov["finetune"]["steps"] and ft["--keep"] == "last"
     assert ft["--generator-body"] == "discriminator" and prov["generator_body"].startswith("the discriminator's")
-    lm = flags(recipe, "lm", "training.char_lm")
+    lm = flags(recipe, "lm", "training.evidence.char_lm")
     assert [int(x) for x in lm["--prune"].split(",")] == manifest["lm"]["prune"]
     assert int(lm["--order"]) == manifest["lm"]["order"] and lm["--smoothing"] == manifest["lm"]["smoothing"]
     assert int(lm["--in-domain-weight"]) == manifest["lm"]["in_domain"]["weight"]
     assert int(lm["--in-domain-folds"]) == ranker["rows_lm"]["folds"]
-    cand = flags(recipe, "candidates", "training.candidates")
+    cand = flags(recipe, "candidates", "training.evidence.candidates")
     assert int(cand["--pool-size"]) == manifest["candidates"]["pool_size"]
     assert float(cand["--min-pinyin"]) == manifest["candidates"]["min_pinyin"]
-    fit = flags(recipe, "ranker", "training.ranker")
+    fit = flags(recipe, "ranker", "training.fitting.ranker")
     assert fit["--products"].split(",") == ranker["products"] and "--blend-on-dev" in fit
     assert (int(fit["--shortlist"]), int(fit["--hidden"]), float(fit["--max-fpr"])) == (
         ranker["shortlist"], ranker["hidden"], ranker["max_fpr"])
-    veto = flags(recipe, "veto", "training.pair_veto")
+    veto = flags(recipe, "veto", "training.fitting.pair_veto")
     assert (int(veto["--min-edits"]), float(veto["--max-precision"])) == (ranker["veto"]["min_edits"],
                                                                           ranker["veto"]["max_precision"])
-    chosen = flags(recipe, "threshold", "training.threshold")
+    chosen = flags(recipe, "threshold", "training.fitting.threshold")
     assert float(chosen["--max-changed"]) == ranker["threshold_rule"]["max_changed"]
     assert float(chosen["--max-fpr"]) == ranker["threshold_rule"]["max_fpr"]
     (write,) = [c for s in recipe.stages if s.name == "evidence" for c in s.run if c[0] == "write_json"]
     assert json.loads(write[2]) == manifest["corrector_defaults"]
-    assert flags(recipe, "export", "training.export")["--cpu-onnx"] == manifest["cpu_onnx"]
+    assert flags(recipe, "export", "training.bundle.export")["--cpu-onnx"] == manifest["cpu_onnx"]

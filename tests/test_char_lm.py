@@ -1,4 +1,4 @@
-"""Character n-gram LM: estimator (training.char_lm) against a plain-Python Kneser-Ney reference, and the
+"""Character n-gram LM: estimator (training.evidence.char_lm) against a plain-Python Kneser-Ney reference, and the
 vectorised reader (corrector.char_lm) against a one-query-at-a-time backoff loop. Tiny corpora, < 2 s."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from corrector.char_lm import BOS, EOS, PAD, UNK, CharLM
 from corrector.types import CorrectorError
-from training import char_lm as build_lm
+from training.evidence import char_lm as build_lm
 
 WORDS = ["今天", "天气", "很好", "我们", "去", "公园", "散步", "明天", "下雨", "吗", "，", "。", "不", "好"]
 RARE = "春夏秋冬东南西北山水火木金土日月星云风雨雪花草树鸟鱼虫龙虎马牛羊猫狗"  # Zipf-distributed extras
@@ -414,9 +414,9 @@ def test_guarded_lookup_equals_bounded_lookup(tmp_path: Path) -> None:
 
 def test_make_csc_data_lm_scorer_sums_sentence_logprobs(lms: dict[str, CharLM],
                                                          corpus: tuple[Path, list[str]]) -> None:
-    """training.make_csc_data's scorer for the 'lm' error kind: one vectorised lookup for a list of texts,
+    """training.data.make_csc_data's scorer for the 'lm' error kind: one vectorised lookup for a list of texts,
     each text's score its sentence log-probability."""
-    from training.make_csc_data import lm_scorer
+    from training.data.make_csc_data import lm_scorer
 
     lm = lms["kn4_pruned_q"]
     texts = corpus[1][:5] + ["完全没见过的句子"]

@@ -269,7 +269,7 @@ def test_model_dir_variable_is_read(tiny_bundle, tmp_path):
 
 
 def test_export_lives_in_training():
-    failed(cli("export", "a", "b", "c"), "python -m training.export --hf")
+    failed(cli("export", "a", "b", "c"), "python -m training.bundle.export --hf")
 
 
 def test_inference_package_never_imports_training():

@@ -1,11 +1,11 @@
-"""training.confusion_prior: P(written | intended) slots for pretraining's spelling-like corruptions."""
+"""training.data.confusion_prior: P(written | intended) slots for pretraining's spelling-like corruptions."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from corrector.candidates import CandidateTable
-from training.confusion_prior import PRIOR, apportion, build, prior_weights
+from training.data.confusion_prior import PRIOR, apportion, build, prior_weights
 
 
 def table() -> CandidateTable:

@@ -1,4 +1,4 @@
-"""In-domain LM lines and their cross-fitting folds (training.char_lm --in-domain, training.crossfit)."""
+"""In-domain LM lines and their cross-fitting folds (training.evidence.char_lm --in-domain, training.fitting.crossfit)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("torch")  # training extras
 
-from training import char_lm as build_lm  # noqa: E402
-from training.crossfit import Folds  # noqa: E402
-from training.splits import split_by_fold, text_folds  # noqa: E402
+from training.data.splits import split_by_fold, text_folds  # noqa: E402
+from training.evidence import char_lm as build_lm  # noqa: E402
+from training.fitting.crossfit import Folds  # noqa: E402
 
 
 def write_pairs(path: Path, targets: list[str]) -> None:
@@ -105,7 +105,7 @@ def test_fold_lms_are_the_lms_counted_without_their_fold(data: Path, tmp_path: P
 
 
 def test_dev_split_file_is_the_held_out_pairs_then_their_targets(data: Path, tmp_path: Path) -> None:
-    from training import splits
+    from training.data import splits
 
     out = tmp_path / "dev_split.tsv"
     assert splits.main(["--data", str(data), "--out", str(out), "--holdout", "3"]) == 0
@@ -116,7 +116,7 @@ def test_dev_split_file_is_the_held_out_pairs_then_their_targets(data: Path, tmp
 
 
 def test_folds_over_a_corrector_share_its_sessions(tiny_bundle, tiny_lm, data: Path, tmp_path: Path) -> None:
-    """training.ranker --fit-lm-folds moves its Corrector to each fold LM: the same decoding as Folds.load,
+    """training.fitting.ranker --fit-lm-folds moves its Corrector to each fold LM: the same decoding as Folds.load,
     on the Corrector's own ONNX sessions."""
     from corrector import Corrector
 
@@ -141,9 +141,9 @@ def test_folds_over_a_corrector_share_its_sessions(tiny_bundle, tiny_lm, data: P
 
 def test_reliability_only_scores_dev_with_the_folds(tiny_bundle, tiny_lm, data: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """training.ranker --reliability-only --fit-lm-folds scores dev as the calibration was fitted (each pair with
+    """training.fitting.ranker --reliability-only --fit-lm-folds scores dev as the calibration was fitted (each pair with
     its fold's LM); without the folds, or on --pairs (not the training data's dev split), the bundle's LM."""
-    from training import ranker
+    from training.fitting import ranker
 
     lm_folds = tmp_path / "folds"
     lm_folds.mkdir()
@@ -165,8 +165,8 @@ def test_reliability_only_scores_dev_with_the_folds(tiny_bundle, tiny_lm, data: 
 
 
 def test_check_train_finds_dev_pairs_in_a_training_file(data: Path, tmp_path: Path, capsys) -> None:
-    """python -m training.splits --check-train: 0 for a file without the dev split, 1 naming the count with it."""
-    from training import splits
+    """python -m training.data.splits --check-train: 0 for a file without the dev split, 1 naming the count with it."""
+    from training.data import splits
 
     rest, held = splits.sighan_holdout(data, 3)
     clean = tmp_path / "clean.tsv"
@@ -180,13 +180,13 @@ def test_check_train_finds_dev_pairs_in_a_training_file(data: Path, tmp_path: Pa
 
 
 def test_count_folds_are_the_tables_counted_without_their_fold(tiny_bundle, data: Path, tmp_path: Path) -> None:
-    """training.candidates --folds K: fold k's table counts every training pair but fold k's (the folds of the LM),
+    """training.evidence.candidates --folds K: fold k's table counts every training pair but fold k's (the folds of the LM),
     and nothing else differs from a table built from those pairs alone."""
     import numpy as np
 
     from corrector.candidates import CandidateTable
-    from training import candidates
-    from training.splits import train_pairs
+    from training.data.splits import train_pairs
+    from training.evidence import candidates
 
     sim, counts = tiny_bundle / "similarity", tmp_path / "counts"
     candidates.main(["--similarity", str(sim), "--data", str(data), "--out", str(counts), "--folds", "5",
@@ -215,8 +215,8 @@ def test_folds_over_count_tables_read_their_folds_counts(tiny_bundle, tiny_lm, d
 
     from corrector import Corrector
     from corrector.features import COL
-    from training import candidates
-    from training.ranker import extract_cheap
+    from training.evidence import candidates
+    from training.fitting.ranker import extract_cheap
 
     counts, lm_folds = tmp_path / "counts", tmp_path / "lms"
     candidates.build_folds(tiny_bundle / "similarity", data, counts, 2, holdout=0)
@@ -240,9 +240,9 @@ def test_folds_over_count_tables_read_their_folds_counts(tiny_bundle, tiny_lm, d
 
 
 def test_hold_out_fold_keeps_every_target_of_the_fold_out_of_the_training_file(data: Path, tmp_path: Path) -> None:
-    """python -m training.splits --hold-out-fold K/N: the fold's real training pairs go to --out, and the
+    """python -m training.data.splits --hold-out-fold K/N: the fold's real training pairs go to --out, and the
     training file loses every pair whose target is one of theirs (a repeat, a clean copy), nothing else."""
-    from training import splits
+    from training.data import splits
 
     real = splits.train_pairs(data, 3)
     fold_of = splits.text_folds(data, 2)

@@ -26,8 +26,8 @@ TEXTS = st.lists(st.text(alphabet=st.sampled_from(SAMPLE + "，。！a1 "), min_
 
 @pytest.fixture(scope="module")
 def static_bundle(tiny_bundle, tmp_path_factory):
-    """The tiny bundle with statically quantised int8 graphs (training.quantize)."""
-    from training.quantize import requantize_bundle
+    """The tiny bundle with statically quantised int8 graphs (training.bundle.quantize)."""
+    from training.bundle.quantize import requantize_bundle
 
     out = tmp_path_factory.mktemp("static") / "tiny"
     shutil.copytree(tiny_bundle, out)

@@ -1,5 +1,5 @@
 """What a GPU machine without network access gets and gives back: packing within the sizes given, continued
-pretraining from a carried pair, and training/device_run.sh's whole sequence run on the CPU with the debug shape."""
+pretraining from a carried pair, and training/ops/device_run.sh's whole sequence run on the CPU with the debug shape."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import torch
 from conftest import ROOT
 from conftest import run_python as run
 
-from training import device_pack
+from training.ops import device_pack
 
 SENTENCES = [
     "今天天气很好，我们一起去公园散步。", "他已经知道自己错了，这件事情没有那么简单。",
@@ -33,7 +33,7 @@ def prepared(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("device")
     with gzip.open(d / "corpus.txt.gz", "wt", encoding="utf-8") as f:
         f.write("\n".join(s * 2 for s in SENTENCES * 6) + "\n")
-    run("-m", "training.prepare", "--corpus", str(d / "corpus.txt.gz"), "--out", str(d / "data"))
+    run("-m", "training.data.prepare", "--corpus", str(d / "corpus.txt.gz"), "--out", str(d / "data"))
     return d / "data"
 
 
@@ -41,7 +41,7 @@ def prepared(tmp_path_factory) -> Path:
 def pair(prepared, tmp_path_factory) -> Path:
     """A debug-shape pair, as the CPU campaign's run folder holds one (with its provenance)."""
     out = tmp_path_factory.mktemp("cpu_run")
-    run("-m", "training.pretrain", "--data", str(prepared), "--out", str(out), "--config", "debug",
+    run("-m", "training.networks.pretrain", "--data", str(prepared), "--out", str(out), "--config", "debug",
         "--max-steps", "3", "--batch-size", "4", "--seq-len", "32", "--threads", "1", "--eval-every", "100")
     return out
 
@@ -95,7 +95,7 @@ def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_pa
 
     before = json.loads((pair / "provenance.json").read_text())["pretraining"]
     out = tmp_path / "continued"
-    run("-m", "training.pretrain", "--data", str(prepared), "--out", str(out), "--config", "debug", "--init-from",
+    run("-m", "training.networks.pretrain", "--data", str(prepared), "--out", str(out), "--config", "debug", "--init-from",
         str(pair), "--lr", "0", "--max-steps", "1", "--batch-size", "8", "--seq-len", "32", "--threads", "1",
         "--eval-every", "100")
     after = json.loads((out / "provenance.json").read_text())["pretraining"]
@@ -106,7 +106,7 @@ def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_pa
     for net in device_pack.NETS:
         a, b = load_file(pair / net / "model.safetensors"), load_file(out / net / "model.safetensors")
         assert all(torch.equal(a[k], b[k]) for k in a), net
-    wrong = subprocess.run([sys.executable, "-m", "training.pretrain", "--data", str(prepared), "--out",
+    wrong = subprocess.run([sys.executable, "-m", "training.networks.pretrain", "--data", str(prepared), "--out",
                             str(tmp_path / "wrong"), "--config", "cpu-g4", "--init-from", str(pair), "--max-steps", "1"],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert wrong.returncode != 0 and "not a pair of this --config's shape" in wrong.stderr
@@ -122,8 +122,8 @@ def carry_pair_and_csc(pair: Path, carry: Path, tmp_path: Path) -> None:
 
 
 def device_run(minutes: int, env: dict) -> subprocess.CompletedProcess:
-    """training/device_run.sh as a call runs it, on this CPU; it must succeed."""
-    res = subprocess.run(["bash", "training/device_run.sh", str(minutes)], cwd=ROOT, capture_output=True, text=True,
+    """training/ops/device_run.sh as a call runs it, on this CPU; it must succeed."""
+    res = subprocess.run(["bash", "training/ops/device_run.sh", str(minutes)], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, **env}, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     return res
@@ -190,7 +190,7 @@ def test_one_call_runs_both_stages_each_fitted_to_its_minutes(prepared, pair, tm
 
 
 class SetClock:
-    """Stands in for the ``time`` module in training.loop: ``time()`` is what the test sets, the rest is real."""
+    """Stands in for the ``time`` module in training.networks.loop: ``time()`` is what the test sets, the rest is real."""
 
     def __init__(self, now: float):
         self.now = now
@@ -206,7 +206,7 @@ def test_the_schedule_is_fitted_to_its_minutes_from_the_measured_step_rate(monke
     """--fit-minutes 1: the rate over steps 20..120 sets max_steps so that the schedule ends within the minute
     (FIT_MARGIN of what is left); a third of the way in (20 s, and 50 steps past the probe) it is set again from
     the rate since the probe. Steps take 0.125 s up to step 160, then 0.078125 s (the machine got faster)."""
-    from training import loop
+    from training.networks import loop
 
     clock = SetClock(1000.0)
     monkeypatch.setattr(loop, "time", clock)

@@ -1,4 +1,4 @@
-"""ONNX graphs agree with the torch models they came from; ``python -m training.export --hf`` round trip."""
+"""ONNX graphs agree with the torch models they came from; ``python -m training.bundle.export --hf`` round trip."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ TOLERANCE = 1e-3
 
 def export(disc: str | Path, gen: str | Path | None = None, out: str | Path | None = None,
            *flags: str) -> subprocess.CompletedProcess[str]:
-    """``python -m training.export --hf DISC GEN --out OUT [flags]`` (a missing GEN/OUT makes a usage error)."""
+    """``python -m training.bundle.export --hf DISC GEN --out OUT [flags]`` (a missing GEN/OUT makes a usage error)."""
     args = ["--hf", str(disc)] + ([str(gen)] if gen is not None else []) + (["--out", str(out)] if out else [])
-    return subprocess.run([sys.executable, "-m", "training.export", *args, *flags], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "training.bundle.export", *args, *flags], capture_output=True,
                           text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
 
 
@@ -183,10 +183,10 @@ def test_export_round_trip(tiny_bundle, forced_corrector, tiny_corrector, tmp_pa
 def test_export_fails_cleanly_past_tolerance(tiny_bundle, tmp_path, monkeypatch, capsys):
     """An export whose ONNX disagrees with torch exits 1 with one line and leaves nothing behind."""
     pytest.importorskip("torch")
-    import training.onnx_export
-    from training.export import main
+    import training.bundle.onnx_export
+    from training.bundle.export import main
 
-    monkeypatch.setattr(training.onnx_export, "TOLERANCE", -1.0)
+    monkeypatch.setattr(training.bundle.onnx_export, "TOLERANCE", -1.0)
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as info:
         main(["--hf", str(tiny_bundle / "discriminator"), str(tiny_bundle / "generator"), "--out", str(out)])
@@ -234,7 +234,7 @@ def test_joint_networks_match_a_pair_run_on_the_same_weights(joint_bundle, batch
     """The Corrector's runtime on the joint graph gives what the same weights give as a discriminator and a
     generator graph, in whole batches (fp32) and one unpadded row per call (int8)."""
     from corrector.bundle import Bundle
-    from training.onnx_export import DiscriminatorLogits, GeneratorLogitsAt, _export
+    from training.bundle.onnx_export import DiscriminatorLogits, GeneratorLogitsAt, _export
 
     ids, attn, positions = batch
     bundle = Bundle.load(joint_bundle)

@@ -288,7 +288,7 @@ def test_seen_counts_the_rarer_and_seen_max_the_commoner_correctly_written_bigra
 
 
 def test_correct_bigrams_count_only_positions_written_as_meant():
-    from training.candidates import bigram_arrays, correct_bigrams
+    from training.evidence.candidates import bigram_arrays, correct_bigrams
 
     pairs = [("我以经去了", "我已经去了"), ("所以经济", "所以经济"), ("所以经常", "所以经常")]
     c = correct_bigrams(pairs)
@@ -386,7 +386,7 @@ def test_kept_word_value_of_a_changed_word_alone_is_negative():
 
 
 def test_word_counts_count_target_words_kept_and_source_words_changed():
-    from training.candidates import word_arrays, word_counts
+    from training.evidence.candidates import word_arrays, word_counts
 
     pairs = [("他们在说甚么", "他们在说什么"), ("他们在说甚么", "他们在说甚么"), ("北京市很好", "北京市很好")]
     kept, changed = word_counts(pairs)
@@ -398,14 +398,14 @@ def test_word_counts_count_target_words_kept_and_source_words_changed():
 
 
 def test_name_chars_are_counted_inside_dot_joined_names_and_read_back_as_shares(tmp_path):
-    """training.foreign_names counts characters inside dot-joined names (the outer parts cut next to the dot);
+    """training.evidence.foreign_names counts characters inside dot-joined names (the outer parts cut next to the dot);
     corrector.candidates reads them back as in_names / (total + NAME_SHRINK)."""
     import gzip
 
     from corrector.candidates import NAMES_NPZ, CandidateTable
     from corrector.foreign_names import NAME_SHRINK
-    from training.foreign_names import count_name_chars, name_arrays, name_parts
-    from training.prepare import corpus_files, read_lines
+    from training.data.prepare import corpus_files, read_lines
+    from training.evidence.foreign_names import count_name_chars, name_arrays, name_parts
 
     assert name_parts("美国总统唐纳德·特朗普表示，约翰‧史密斯") == ["唐纳德", "特朗普", "约翰", "史密斯"]
     assert name_parts("没有名字") == []
@@ -430,7 +430,7 @@ def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(fake
     """Leave-one-out: a word the pair itself kept is counted once less on that pair's keep rows."""
     from fake_networks import fake_corrector
 
-    from training.ranker import extract
+    from training.fitting.ranker import extract
 
     fix = fake_corrector(fake_tiny_bundle)
     table = fix.evidence.table

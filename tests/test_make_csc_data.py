@@ -1,4 +1,4 @@
-"""training.make_csc_data: synthetic CSC pairs on tiny tables built in tmp dirs (seconds, no real data)."""
+"""training.data.make_csc_data: synthetic CSC pairs on tiny tables built in tmp dirs (seconds, no real data)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from corrector.similarity import SimilarityTables
 from corrector.text import is_cjk
-from training.make_csc_data import (
+from training.data.make_csc_data import (
     BenchmarkFileError,
     Corrupter,
     CorruptionConfig,
@@ -56,7 +56,7 @@ def _vocab() -> list[str]:
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> dict[str, Path]:
-    from training.similarity import build_tables
+    from training.evidence.similarity import build_tables
 
     root = tmp_path_factory.mktemp("csc")
     vocab = _vocab()
@@ -257,7 +257,7 @@ def test_help(capsys):
         main(["--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    assert "--holdout-out" in out and "--clean-share" in out and "python -m training.make_csc_data" in out
+    assert "--holdout-out" in out and "--clean-share" in out and "python -m training.data.make_csc_data" in out
 
 
 def test_sentence_filter():
@@ -273,7 +273,7 @@ def test_cli_is_deterministic_across_processes(data, tmp_path):
     for hash_seed in ("1", "2"):
         out = tmp_path / f"train{hash_seed}.tsv"
         cmd = [
-            sys.executable, "-m", "training.make_csc_data", "--sentences", str(data["sentences"]),
+            sys.executable, "-m", "training.data.make_csc_data", "--sentences", str(data["sentences"]),
             "--similarity", str(data["similarity"]), "--vocab", str(data["vocab"]), "--out", str(out),
             "--n", "100", "--seed", "3", "--jieba-dict", str(data["dict"]), "--real", str(data["real"]),
             "--real-repeat", "2", "--holdout", "5", "--holdout-out", str(tmp_path / f"dev{hash_seed}.tsv"),
@@ -289,12 +289,12 @@ def test_cli_is_deterministic_across_processes(data, tmp_path):
 
 
 def test_hard_clean_sentences_hold_digits_latin_or_a_rare_character():
-    from training.make_csc_data import hard_clean
+    from training.data.make_csc_data import hard_clean
 
     common = "我们今天去公园玩"
     sentences = [common * 3, "我们2024年去公园", "我们去ＡＰＰ公园", "我们去Costco玩", "我们今天去鄱阳湖玩"]
     assert hard_clean(sentences) == [False, True, True, True, False]  # 5 distinct rare-enough chars: all common
-    import training.make_csc_data as m
+    import training.data.make_csc_data as m
 
     old, m.RARE_AFTER = m.RARE_AFTER, 8  # only the 8 most frequent characters are common
     try:

@@ -1,6 +1,6 @@
 import pytest
 
-from training.metrics import csc_metrics
+from training.fitting.metrics import csc_metrics
 
 
 def test_perfect():

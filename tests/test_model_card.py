@@ -1,4 +1,4 @@
-"""docs/model-card.md is what training.model_card writes from the committed bundle, so the two cannot drift."""
+"""docs/model-card.md is what training.bundle.model_card writes from the committed bundle, so the two cannot drift."""
 
 from __future__ import annotations
 
@@ -9,19 +9,20 @@ import sys
 
 from conftest import ROOT
 
-from training import model_card, splits
+from training.bundle import model_card
+from training.data import splits
 
 BUNDLE = ROOT / "data" / "electra_models" / "default"
 
 
 def test_committed_card_is_what_the_command_writes(tmp_path):
     out = tmp_path / "card.md"
-    res = subprocess.run([sys.executable, "-m", "training.model_card", "--model", str(BUNDLE), "--out", str(out)],
+    res = subprocess.run([sys.executable, "-m", "training.bundle.model_card", "--model", str(BUNDLE), "--out", str(out)],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     committed = (ROOT / "docs" / "model-card.md").read_text(encoding="utf-8")
     assert out.read_text(encoding="utf-8") == committed, (
-        "docs/model-card.md is stale: python -m training.model_card --model data/electra_models/default "
+        "docs/model-card.md is stale: python -m training.bundle.model_card --model data/electra_models/default "
         "--out docs/model-card.md")
 
 
@@ -52,7 +53,7 @@ def test_an_unknown_corpus_file_is_flagged_not_hidden(tmp_path):
 
 
 def test_a_folder_without_a_manifest_is_one_line_on_stderr(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "training.model_card", "--model", str(tmp_path), "--out",
+    res = subprocess.run([sys.executable, "-m", "training.bundle.model_card", "--model", str(tmp_path), "--out",
                           str(tmp_path / "card.md")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 1
     assert res.stderr.strip().splitlines() == [f"error: {tmp_path / 'manifest.json'} not found"]

@@ -1,4 +1,4 @@
-"""Float graphs store fp16-exact weights as fp16 + Cast (training.onnx_fp16): same numbers, half the bytes."""
+"""Float graphs store fp16-exact weights as fp16 + Cast (training.bundle.onnx_fp16): same numbers, half the bytes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from training.onnx_fp16 import MIN_ELEMENTS, SUFFIX, compact_file, compact_model, expand_model  # noqa: E402
+from training.bundle.onnx_fp16 import MIN_ELEMENTS, SUFFIX, compact_file, compact_model, expand_model  # noqa: E402
 
 
 def _graph(w_exact: np.ndarray, w_other: np.ndarray, bias: np.ndarray):

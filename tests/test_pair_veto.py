@@ -1,4 +1,4 @@
-"""Unreliable edit pairs (training.pair_veto): counted on the training pairs, stored in ranker.json, never made."""
+"""Unreliable edit pairs (training.fitting.pair_veto): counted on the training pairs, stored in ranker.json, never made."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_veto_round_trips_through_ranker_json():
 
 def test_unreliable_pairs_need_enough_edits_and_too_few_right():
     pytest.importorskip("torch")  # training extras
-    from training.pair_veto import threshold_grid, unreliable
+    from training.fitting.pair_veto import threshold_grid, unreliable
 
     right = Counter({"甚什": 6, "门们": 75, "牠他": 0, "田天": 1})
     wrong = Counter({"甚什": 66, "门们": 1, "牠他": 3, "田天": 9, "的地": 4})
@@ -62,7 +62,7 @@ def test_pair_veto_writes_the_pairs_the_decoder_got_wrong(tiny_bundle, tmp_path:
     one of them."""
     pytest.importorskip("torch")
     from corrector.rank import HEURISTIC
-    from training import pair_veto
+    from training.fitting import pair_veto
 
     data = tmp_path / "data"
     (data / "csc").mkdir(parents=True)

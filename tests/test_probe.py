@@ -1,4 +1,4 @@
-"""training.probe: zero-shot detection AUC and generator accuracy on hand-built pairs with stub networks."""
+"""training.networks.probe: zero-shot detection AUC and generator accuracy on hand-built pairs with stub networks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from conftest import tiny_vocab
 
 from corrector.tokenize import MASK, SPECIAL_IDS
-from training.probe import probe
+from training.networks.probe import probe
 
 VOCAB = tiny_vocab()
 ID = {t: i for i, t in enumerate(VOCAB)}

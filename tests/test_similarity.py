@@ -11,7 +11,7 @@ from conftest import system_dependency
 
 from corrector.similarity import SimilarityTables, pinyin_similarity
 from corrector.types import CorrectorError
-from training import similarity as build
+from training.evidence import similarity as build
 
 CHARS = "己已巳巴未末朱本木候侯喉猴拔拨披八把吧晴睛请清情行航中钟重的地得他她它在再贝见日曰口人入大太天"
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "ab", "##的", *CHARS]

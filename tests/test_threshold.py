@@ -1,4 +1,4 @@
-"""training.threshold: the with-LM threshold chosen on dev under a dev FPR cap and a cap on correct text changed."""
+"""training.fitting.threshold: the with-LM threshold chosen on dev under a dev FPR cap and a cap on correct text changed."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def row(threshold: float, f1: float, fpr: float) -> dict:
 
 
 def test_choose_takes_the_best_dev_f1_within_both_caps():
-    from training.threshold import choose
+    from training.fitting.threshold import choose
 
     rows = [row(0.4, 0.48, 0.07), row(0.5, 0.47, 0.05), row(0.6, 0.45, 0.03), row(0.7, 0.45, 0.02)]
     changed = [0.08, 0.06, 0.04, 0.03]
@@ -31,7 +31,7 @@ def test_choose_takes_the_best_dev_f1_within_both_caps():
 def test_grid_parses_ranges_and_lists():
     import argparse
 
-    from training.threshold import grid
+    from training.fitting.threshold import grid
 
     assert grid("0.4:0.5:0.05") == [0.4, 0.45, 0.5]
     assert grid("0.3,0.6") == [0.3, 0.6]
@@ -45,7 +45,8 @@ def test_threshold_is_written_where_correct_text_is_left_alone(tiny_bundle, tiny
     the chosen threshold is one at which none of them is changed, and the bundle then leaves them alone."""
     pytest.importorskip("torch")
     from corrector.rank import HEURISTIC
-    from training import export, threshold
+    from training.bundle import export
+    from training.fitting import threshold
 
     data = tmp_path / "data"
     (data / "csc").mkdir(parents=True)

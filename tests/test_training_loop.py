@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from training import loop
-from training.rtd_health import CollapseGuard, representation_spread, rtd_auc, rtd_skill
+from training.networks import loop
+from training.networks.rtd_health import CollapseGuard, representation_spread, rtd_auc, rtd_skill
 
 
 def test_auc_known_answers():
@@ -132,8 +132,8 @@ def test_step_runner_schedule_clipping_stop_and_checkpoint(tmp_path):
 def test_finetune_batches_come_from_buckets_of_similar_length():
     import numpy as np
 
-    from training.csc_data import EncodedPairs
-    from training.finetune import length_buckets
+    from training.data.csc_data import EncodedPairs
+    from training.networks.finetune import length_buckets
 
     lengths = [7, 3, 9, 3, 5, 12, 4, 8, 6, 10]
     data = EncodedPairs([np.zeros(n, np.int64) for n in lengths], [], [])
@@ -150,7 +150,7 @@ def test_read_provenance_from_a_run_or_a_bundle(tmp_path):
     shipped model's earlier stages stay on record); from neither, nothing."""
     import json
 
-    from training.loop import read_provenance
+    from training.networks.loop import read_provenance
 
     run, bundle, bare = tmp_path / "run", tmp_path / "bundle", tmp_path / "bare"
     for d in (run, bundle, bare):
@@ -197,8 +197,8 @@ def test_generator_on_the_discriminators_body_shares_one_pass():
     exactly the losses of two separate passes."""
     import torch.nn.functional as F
 
-    from training.finetune import CscModel, generator_on_discriminator
-    from training.modeling import build_models, generator_head, get_config
+    from training.networks.finetune import CscModel, generator_on_discriminator
+    from training.networks.modeling import build_models, generator_head, get_config
 
     torch.manual_seed(0)
     gen, disc = build_models(get_config("debug", vocab_size=50))

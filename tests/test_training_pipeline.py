@@ -30,7 +30,7 @@ def prepared(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("pipeline")
     with gzip.open(d / "tiny.txt.gz", "wt", encoding="utf-8") as f:
         f.write("\n".join(CORPUS) + "\n")
-    run("-m", "training.prepare", "--corpus", str(d / "tiny.txt.gz"), "--out", str(d / "data"))
+    run("-m", "training.data.prepare", "--corpus", str(d / "tiny.txt.gz"), "--out", str(d / "data"))
     return d
 
 
@@ -50,7 +50,7 @@ def test_prepare_reuses_a_given_vocab(prepared, tmp_path):
     i, j = swapped.index("精"), swapped.index("致")
     swapped[i], swapped[j] = swapped[j], swapped[i]
     (tmp_path / "vocab.txt").write_text("\n".join(swapped) + "\n", encoding="utf-8")
-    run("-m", "training.prepare", "--corpus", str(prepared / "tiny.txt.gz"), "--out", str(tmp_path / "data"),
+    run("-m", "training.data.prepare", "--corpus", str(prepared / "tiny.txt.gz"), "--out", str(tmp_path / "data"),
         "--vocab", str(tmp_path / "vocab.txt"))
     assert (tmp_path / "data" / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1] == swapped
     import numpy as np
@@ -59,7 +59,7 @@ def test_prepare_reuses_a_given_vocab(prepared, tmp_path):
         np.fromfile(tmp_path / "data" / "val.bin", dtype=np.uint16).tolist()
     assert i in ids and j in ids  # 精 and 致 are both in the corpus, now under each other's id
     (tmp_path / "short.txt").write_text("[PAD]\n", encoding="utf-8")
-    bad = subprocess.run([sys.executable, "-m", "training.prepare", "--corpus", str(prepared / "tiny.txt.gz"),
+    bad = subprocess.run([sys.executable, "-m", "training.data.prepare", "--corpus", str(prepared / "tiny.txt.gz"),
                           "--out", str(tmp_path / "bad"), "--vocab", str(tmp_path / "short.txt")],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "expected 21128" in bad.stderr
@@ -92,7 +92,7 @@ TINY = {
 
 
 def shrink(cmd: list[str]) -> list[str]:
-    module = cmd[2].removeprefix("training.") if cmd[1:2] == ["-m"] else ""
+    module = cmd[2].rpartition(".")[2] if cmd[1:2] == ["-m"] else ""
     rules, out, i = TINY.get(module, {}), [], 0
     while i < len(cmd):
         if cmd[i] in rules:
@@ -117,10 +117,10 @@ def test_documented_training_commands_run_as_written(tmp_path):
         (data / "csc" / name).write_text(pairs * 2, encoding="utf-8")
     commands = documented_training_commands()
     modules = [c[2] for c in commands]
-    assert modules == ["training.prepare", "training.similarity", "training.pretrain", "training.make_csc_data",
-                       "training.finetune", "training.finetune", "training.export", "training.char_lm",
-                       "training.candidates", "training.export", "training.ranker", "training.export",
-                       "training.pair_veto", "training.evaluate"]
+    assert modules == ["training.data.prepare", "training.evidence.similarity", "training.networks.pretrain", "training.data.make_csc_data",
+                       "training.networks.finetune", "training.networks.finetune", "training.bundle.export", "training.evidence.char_lm",
+                       "training.evidence.candidates", "training.bundle.export", "training.fitting.ranker", "training.bundle.export",
+                       "training.fitting.pair_veto", "training.fitting.evaluate"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for cmd in commands:
         assert cmd[0] == "python"
@@ -158,7 +158,7 @@ def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def test_interrupted_pretraining_resumes_to_the_same_state(prepared, tmp_path):
-    args = ["-m", "training.pretrain", "--data", str(prepared / "data"), "--config", "debug", "--max-steps", "6",
+    args = ["-m", "training.networks.pretrain", "--data", str(prepared / "data"), "--config", "debug", "--max-steps", "6",
             "--batch-size", "4", "--seq-len", "32", "--eval-every", "3", "--ckpt-every", "100", "--threads", "1"]
     run(*args, "--out", str(tmp_path / "straight"))
     run(*args, "--out", str(tmp_path / "resumed"), "--stop-after", "4")
@@ -171,7 +171,7 @@ def test_interrupted_pretraining_resumes_to_the_same_state(prepared, tmp_path):
 
 def _pretrain(data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "training.pretrain", "--data", str(data), "--out", str(out), "--config", "debug",
+        [sys.executable, "-m", "training.networks.pretrain", "--data", str(data), "--out", str(out), "--config", "debug",
          "--batch-size", "4", "--seq-len", "32", "--threads", "1", *extra],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
 
@@ -254,7 +254,7 @@ def test_collapsed_discriminator_stops_the_run_with_a_message(prepared, tmp_path
 def test_torchrun_two_process_cpu_pretraining(prepared, tmp_path):
     res = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m",
-         "training.pretrain", "--data", str(prepared / "data"), "--out", str(tmp_path / "ddp"), "--config", "debug",
+         "training.networks.pretrain", "--data", str(prepared / "data"), "--out", str(tmp_path / "ddp"), "--config", "debug",
          "--max-steps", "3", "--batch-size", "2", "--seq-len", "32", "--threads", "1"],
         cwd=ROOT, capture_output=True, text=True, timeout=180, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
@@ -262,20 +262,20 @@ def test_torchrun_two_process_cpu_pretraining(prepared, tmp_path):
     assert (tmp_path / "ddp" / "discriminator" / "model.safetensors").exists()
 
 
-@pytest.mark.parametrize("module", ["prepare", "pretrain", "make_csc_data", "finetune", "similarity", "export",
-                                    "evaluate"])
+@pytest.mark.parametrize("module", ["data.prepare", "networks.pretrain", "data.make_csc_data", "networks.finetune",
+                                    "evidence.similarity", "bundle.export", "fitting.evaluate"])
 def test_every_command_has_help(module):
     res = run("-m", f"training.{module}", "--help")
     assert "usage" in res.stdout.lower()
 
 
 def finetune_tiny(prepared: Path, tmp_path: Path, *flags: str) -> Path:
-    """``training.finetune --from-scratch debug`` on a few hand-made pairs (also the dev set) into tmp_path/ft,
+    """``training.networks.finetune --from-scratch debug`` on a few hand-made pairs (also the dev set) into tmp_path/ft,
     batches of 4, keeping the last step; ``flags`` add to or override these."""
     pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in CORPUS[:5])
     (tmp_path / "pairs.tsv").write_text(pairs * 4, encoding="utf-8")
     out = tmp_path / "ft"
-    run("-m", "training.finetune", "--from-scratch", "debug", "--vocab", str(prepared / "data" / "vocab.txt"),
+    run("-m", "training.networks.finetune", "--from-scratch", "debug", "--vocab", str(prepared / "data" / "vocab.txt"),
         "--train", str(tmp_path / "pairs.tsv"), "--dev", str(tmp_path / "pairs.tsv"), "--out", str(out),
         "--batch-size", "4", "--lr", "1e-2", "--keep", "last", *flags)
     return out
@@ -287,7 +287,7 @@ def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared
     steps, each with its own provenance."""
     from safetensors.torch import load_file
 
-    from training import loop
+    from training.networks import loop
 
     out = finetune_tiny(prepared, tmp_path, "--max-steps", "5", "--eval-every", "2", "--snapshot-every", "2")
     final = loop.load_checkpoint(out / "ckpt.pt")
@@ -329,13 +329,13 @@ def test_finetuned_corrector_on_the_discriminators_body_exports_one_joint_graph(
     assert body and all(torch.equal(gen[k], disc[k]) for k in body)
     prov = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
     assert prov["generator_body"].startswith("the discriminator's")
-    run("-m", "training.export", "--run", str(out), "--out", str(tmp_path / "bundle"), "--cpu-onnx", "int8")
+    run("-m", "training.bundle.export", "--run", str(out), "--out", str(tmp_path / "bundle"), "--cpu-onnx", "int8")
     assert sorted(p.name for p in (tmp_path / "bundle" / "onnx").iterdir()) == ["joint.int8.onnx", "joint.onnx"]
     fixer = Corrector.load(tmp_path / "bundle", device="cpu")
     assert fixer.networks.joint and fixer.networks.precision == "int8"
     text = "今天添气很好，hello！"
     assert len(fixer.correct(text).target) == len(text)
-    bad = subprocess.run([sys.executable, "-m", "training.finetune", "--from-scratch", "debug", "--vocab",
+    bad = subprocess.run([sys.executable, "-m", "training.networks.finetune", "--from-scratch", "debug", "--vocab",
                           str(prepared / "data" / "vocab.txt"), "--train", str(tmp_path / "pairs.tsv"), "--dev",
                           str(tmp_path / "pairs.tsv"), "--out", str(tmp_path / "bad"), "--generator-body", "wide"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -346,7 +346,7 @@ def test_evaluate_sweeps_the_thresholds_asked_for(forced_bundle, tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("今天天汽很好\t今天天气很好\n我们去公园\t我们去公园\n", encoding="utf-8")
     report, chosen = tmp_path / "sweep.json", tmp_path / "chosen.json"
-    run("-m", "training.evaluate", "--data", str(pairs), "--model", str(forced_bundle), "--device", "cpu",
+    run("-m", "training.fitting.evaluate", "--data", str(pairs), "--model", str(forced_bundle), "--device", "cpu",
         "--sweep", "--thresholds", "0.0,0.7", "--choose", str(chosen), "--report", str(report))
     rows = json.loads(report.read_text(encoding="utf-8"))["sweep"]
     assert [r["threshold"] for r in rows] == [0.0, 0.7]
@@ -354,11 +354,11 @@ def test_evaluate_sweeps_the_thresholds_asked_for(forced_bundle, tmp_path):
     assert json.loads(chosen.read_text(encoding="utf-8"))["threshold"] in (0.0, 0.7)
     for r in rows:  # the sweep decides on features gathered once: as decoding at that threshold
         one = tmp_path / f"at{r['threshold']}.json"
-        run("-m", "training.evaluate", "--data", str(pairs), "--model", str(forced_bundle), "--device", "cpu",
+        run("-m", "training.fitting.evaluate", "--data", str(pairs), "--model", str(forced_bundle), "--device", "cpu",
             "--set", f"threshold={r['threshold']}", "--report", str(one))
         at = json.loads(one.read_text(encoding="utf-8"))
         for key in ("sentence_correction", "char_correction", "false_positive_rate"):
             assert r[key] == at[key]
-    res = subprocess.run([sys.executable, "-m", "training.evaluate", "--data", str(pairs), "--thresholds", "0.3"],
+    res = subprocess.run([sys.executable, "-m", "training.fitting.evaluate", "--data", str(pairs), "--thresholds", "0.3"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "--thresholds needs --sweep" in res.stderr

@@ -5,8 +5,9 @@
     python -m training.build --recipe default --data ../shared/data --out runs/build --plan   (what would run)
 
 A recipe (``training/recipes/NAME.toml``) lists stages. Each stage has a ``name`` and ``run``, a list of commands,
-each the argument list of a ``python -m training.X`` command (called in this process through the module's
-``main``), or one of two helpers: ``["write_json", PATH, JSON]`` and ``["merge_json", PATH, "KEY=FILE", ...]``.
+each the argument list of a ``python -m training.SUBPACKAGE.MODULE`` command (``training.data.prepare``; called in
+this process through the module's ``main``), or one of two helpers: ``["write_json", PATH, JSON]`` and
+``["merge_json", PATH, "KEY=FILE", ...]``.
 In the commands, ``{data}`` is ``--data``, ``{init}`` the pair pretraining starts from, and ``{NAME}`` the folder
 ``OUT/NAME`` of the stage called NAME, where that stage writes. Optional stage keys:
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import importlib.util
 import json
 import re
 import shutil
@@ -78,6 +80,14 @@ def toml() -> Any:
         raise RecipeError("reading a recipe on Python 3.10 needs the tomli package (pip install tomli)") from e
 
 
+def module_exists(name: str) -> bool:
+    """Whether ``name`` (``training.data.prepare``) is a module, found without running it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
 def recipe_path(name_or_path: str) -> Path:
     """``default`` -> training/recipes/default.toml; a path ending in .toml as it is."""
     path = Path(name_or_path) if name_or_path.endswith(".toml") else RECIPES / f"{name_or_path}.toml"
@@ -113,6 +123,9 @@ def load_recipe(name_or_path: str) -> Recipe:
             if not (cmd[0].startswith("training.") or cmd[0] in HELPERS):
                 raise RecipeError(f"{path}: stage {name!r}: {cmd[0]!r} is neither a training module nor one of "
                                   f"{', '.join(HELPERS)}")
+            if cmd[0] not in HELPERS and not module_exists(cmd[0]):
+                raise RecipeError(f"{path}: stage {name!r}: no module {cmd[0]!r} (the commands are "
+                                  f"training.SUBPACKAGE.MODULE: docs/training.md, What is where)")
         stage = Stage(name, run, table, table.get("bundle_from"), table.get("init_flag"),
                       bool(table.get("skip_with_init", False)))
         known = {s.name for s in stages}

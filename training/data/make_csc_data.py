@@ -1,0 +1,904 @@
+"""Spelling-correction training pairs: synthetic errors in clean corpus sentences, plus real pairs.
+
+    python -m training.data.make_csc_data --sentences runs/data/sentences.txt --similarity runs/similarity \\
+        --out runs/csc/train.tsv --n 300000 --seed 1 \\
+        --real ../shared/data/csc/sighan_train.tsv ../shared/data/csc/csc_hard_train.tsv --real-repeat 2 \\
+        --holdout 1000 --holdout-out runs/csc/dev.tsv
+
+Writes ``source<TAB>target`` lines (always of equal length) in a seeded random order; the same inputs and
+seed give a byte-identical file. The synthetic errors copy how real ones happen:
+
+* ``word``: an IME homophone slip. A jieba word (2-4 characters) is swapped for another dictionary word
+  with the same toneless pinyin, drawn by word frequency (精致 → 精制, 权利 → 权力); only the characters
+  that differ become errors.
+* ``sound``: one character swapped for a same- or similar-sounding one (pinyin similarity tables).
+* ``shape``: one character swapped for a look-alike (glyph-shape similarity tables).
+* ``random``: one character swapped for a random frequent character.
+* ``prior``: one character swapped as real writers do, drawn from the confusion prior P(written | intended).
+* ``lm``: an error the character n-gram LM alone cannot tell apart: a few draws from the prior (or the
+  sound table) at a few positions, the one the LM likes best kept if it costs the sentence at most
+  ``lm_margin`` nats of LM log-probability. These are the errors the networks must learn to catch.
+
+A share of sentences (``--clean-share``) is kept untouched so the model learns to leave correct text
+alone. Only CJK characters of the vocab are replaced, and only by CJK vocab characters seen in the corpus.
+The real pairs of ``--real`` are added ``--real-repeat`` times each; the first ``--holdout`` pairs of the
+first file (after a shuffle seeded by ``HOLDOUT_SEED``, never ``--seed``: the same pairs as
+``training.data.splits``) go to ``--holdout-out`` instead, as a dev split for threshold tuning.
+The SIGHAN 2015 test set (the benchmark) is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import collections
+import itertools
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from corrector.similarity import SimilarityTables, pinyin_similarity
+from corrector.text import _CJK_RANGES, is_cjk
+from corrector.tokenize import read_vocab_list
+
+# The held-out real pairs (the dev split, training.data.splits) are drawn with this seed whatever --seed is: on
+# 2026-11-26 a training file made with --seed 3 held out other pairs and so trained on 774 of the dev split's 915
+# erroneous pairs.
+HOLDOUT_SEED = 1
+
+
+def split_holdout(pairs: list[tuple[str, str]], holdout: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(the held-out pairs, the rest) after the one shuffle that defines the dev split: make_dataset and
+    training.data.splits both call this, so the two cannot draw different pairs."""
+    shuffled = list(pairs)
+    random.Random(f"{HOLDOUT_SEED}/holdout").shuffle(shuffled)
+    return shuffled[:holdout], shuffled[holdout:]
+
+KINDS = ("word", "sound", "shape", "random", "prior", "lm")
+DEFAULT_MIX = {"word": 0.30, "sound": 0.40, "shape": 0.25, "random": 0.05}  # roughly SIGHAN-like
+# prior: a character written for the intended one as in real errors (training.data.confusion_prior's
+# P(written | intended) from the real training pairs and the candidate table); needs --prior-candidates
+DEFAULT_ERROR_COUNTS = (0.70, 0.22, 0.08)  # P(1, 2, 3 errors) in a corrupted sentence
+BENCHMARK_FILE = "sighan15_test.tsv"  # never train on it
+
+_NON_CJK = re.compile("[^" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES) + "]")
+
+
+class BenchmarkFileError(ValueError):
+    """Raised for an attempt to read the benchmark as training data."""
+
+
+def cum_weights(weights: Iterable[float]) -> list[float]:
+    return list(itertools.accumulate(weights))
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """``"word=0.3,sound=0.4,shape=0.25,random=0.05"`` → normalised weights (unnamed kinds get 0)."""
+    mix = dict.fromkeys(KINDS, 0.0)
+    for item in text.split(","):
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        if name not in mix or not eq:
+            raise ValueError(f"bad mix item {item!r}: expected KIND=WEIGHT with KIND in {', '.join(KINDS)}")
+        mix[name] = float(value)
+    total = sum(mix.values())
+    if total <= 0 or min(mix.values()) < 0:
+        raise ValueError(f"mix weights must be >= 0 with a positive sum, got {text!r}")
+    return {k: v / total for k, v in mix.items()}
+
+
+def parse_counts(text: str) -> tuple[float, ...]:
+    """``"0.7,0.22,0.08"`` → normalised P(1 error), P(2 errors), ..."""
+    probs = [float(x) for x in text.split(",")]
+    if not probs or min(probs) < 0 or sum(probs) <= 0:
+        raise ValueError(f"error-count probabilities must be >= 0 with a positive sum, got {text!r}")
+    return tuple(p / sum(probs) for p in probs)
+
+
+# ---------------------------------------------------------------------------------------------- sentences
+
+
+def is_training_sentence(
+    s: str, min_chars: int = 8, max_chars: int = 120, min_cjk_share: float = 0.6
+) -> bool:
+    return min_chars <= len(s) <= max_chars and len(_NON_CJK.findall(s)) <= (1 - min_cjk_share) * len(s)
+
+
+def sample_sentences(
+    path: Path, n: int, rng: random.Random, keep: Callable[[str], bool]
+) -> tuple[list[str], int]:
+    """Up to n lines of the file that pass ``keep``, drawn uniformly in one pass (reservoir sampling);
+    returns them and the number of lines that passed."""
+    picked: list[str] = []
+    seen = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            s = line.rstrip("\n")
+            if not keep(s):
+                continue
+            if seen < n:
+                picked.append(s)
+            else:
+                j = rng.randrange(seen + 1)
+                if j < n:
+                    picked[j] = s
+            seen += 1
+    return picked, seen
+
+
+# ---------------------------------------------------------------------------------------------- homophones
+
+
+def jieba_dictionary(path: Path | None = None) -> dict[str, int]:
+    """word → frequency from a jieba-format dictionary (``word freq [tag]`` per line); jieba's own by default."""
+    if path is None:
+        import jieba
+
+        path = Path(jieba.__file__).parent / "dict.txt"
+    words: dict[str, int] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                words.setdefault(parts[0], int(parts[1]))
+    return words
+
+
+class HomophoneIndex:
+    """Dictionary words grouped by toneless pinyin, to draw the word an IME would offer instead.
+
+    Any word of min_len..max_len CJK characters can be looked up; only words whose characters all pass
+    ``allowed`` are offered as replacements, drawn with weight frequency ** freq_power, times
+    extra_char_weight for each differing character beyond the first (real slips mostly change one).
+    """
+
+    def __init__(
+        self,
+        words: dict[str, int],
+        allowed: Callable[[str], bool] | None = None,
+        min_len: int = 2,
+        max_len: int = 4,
+        freq_power: float = 1.0,
+        extra_char_weight: float = 0.1,
+    ) -> None:
+        from pypinyin import lazy_pinyin
+
+        self._key: dict[str, str] = {}
+        groups: dict[str, list[str]] = {}
+        for word, freq in words.items():
+            if not (min_len <= len(word) <= max_len) or not all(map(is_cjk, word)):
+                continue
+            syllables = lazy_pinyin(word)
+            if len(syllables) != len(word) or not all(s.isascii() and s.isalpha() for s in syllables):
+                continue  # a character without a reading
+            key = " ".join(syllables)
+            self._key[word] = key
+            if freq > 0 and (allowed is None or all(map(allowed, word))):
+                groups.setdefault(key, []).append(word)
+        self._groups = groups
+        self._freq = {w: words[w] for w in self._key}
+        self._power = freq_power
+        self._extra = extra_char_weight
+        self._cache: dict[str, tuple[list[str], list[float], float] | None] = {}
+
+    @classmethod
+    def from_jieba(
+        cls, allowed: Callable[[str], bool] | None = None, path: Path | None = None
+    ) -> HomophoneIndex:
+        return cls(jieba_dictionary(path), allowed)
+
+    def __len__(self) -> int:
+        return len(self._key)
+
+    def key(self, word: str) -> str | None:
+        """Toneless pinyin, syllables separated by spaces (``"jing zhi"``); None for an unknown word."""
+        return self._key.get(word)
+
+    def homophones(self, word: str) -> list[tuple[str, int]]:
+        """Other usable words that sound like ``word`` (tones aside), most frequent first."""
+        group = self._groups.get(self._key.get(word, ""), [])
+        return sorted(((w, self._freq[w]) for w in group if w != word), key=lambda wf: (-wf[1], wf[0]))
+
+    def _choices(self, word: str) -> tuple[list[str], list[float], float] | None:
+        if word not in self._cache:
+            others = [w for w in self._groups.get(self._key.get(word, ""), []) if w != word]
+            if others:
+                weights = [
+                    self._freq[w] ** self._power
+                    * self._extra ** (sum(a != b for a, b in zip(w, word, strict=True)) - 1)
+                    for w in others
+                ]
+                rival = sum(self._freq[w] for w in others)
+                self._cache[word] = (others, cum_weights(weights), rival / (rival + self._freq.get(word, 0)))
+            else:
+                self._cache[word] = None
+        return self._cache[word]
+
+    def confusability(self, word: str) -> float:
+        """How likely an IME offers a rival first: the rivals' share of the frequency of this pinyin
+        (权利 0.67, 精致 0.76, 没有 0.002); 0 for a word without homophones."""
+        choices = self._choices(word)
+        return choices[2] if choices else 0.0
+
+    def sample(self, word: str, rng: random.Random) -> str | None:
+        choices = self._choices(word)
+        return rng.choices(choices[0], cum_weights=choices[1])[0] if choices else None
+
+
+# ---------------------------------------------------------------------------------------------- corruption
+
+
+@dataclass(frozen=True)
+class CorruptionConfig:
+    mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))  # error kind → probability
+    error_counts: tuple[float, ...] = DEFAULT_ERROR_COUNTS  # P(1, 2, ... errors) per corrupted sentence
+    chars_per_error: int = 8  # at most one error per this many CJK characters (but always at least one)
+    sound_power: float = 4.0  # weight = sim ** 4 * freq ** 0.5: same reading 1, other tone .41, fuzzy .13
+    sound_freq_power: float = 0.5  # frequent characters are what an IME offers first
+    secondary_reading: float = 0.3  # a candidate sounding alike only by a rare reading (么 yao1) is unlikely
+    shape_power: float = 8.0  # shape weight = sim ** 8 * freq ** 0.25: the look-alike matters most
+    shape_freq_power: float = 0.25
+    min_shape_sim: float = 0.4  # weaker look-alikes (的 → 酌 0.38) do not look alike to a reader
+    random_pool: int = 3000  # "random" draws uniformly from this many most frequent characters
+    min_char_freq: int = 20  # replacements seen at least this often in the corpus (20 in 64M: 4.7k chars)
+    lm_candidates: int = 8  # "lm": draws scored by the LM at each tried position ...
+    lm_positions: int = 4  # ... at up to this many positions of the sentence
+    lm_margin: float = 2.0  # "lm": the kept draw costs the sentence at most this many nats of LM log-probability
+
+
+def writable_chars(vocab: Iterable[str], tables: SimilarityTables, min_freq: int = 1) -> frozenset[str]:
+    """The characters a corruption may write: CJK vocab tokens seen at least min_freq (>= 1) times in the
+    corpus. Rarer ones (variants such as 対 or 們) are seldom what a writer slips into."""
+    return frozenset(t for t in vocab if is_cjk(t) and tables.frequency(t) >= max(1, min_freq))
+
+
+class Corrupter:
+    """Draws realistic spelling errors into clean sentences.
+
+    ``corrupt(sentence)`` returns ``(source, target, kinds)``: the sentence with errors, the sentence itself,
+    and the kind of each error made (one of KINDS; a word swap may change more than one character). The
+    single-character draws (``sound_alike``, ``look_alike``, ``random_char``) are usable on their own.
+    Without a HomophoneIndex no word errors are made (the other kinds share the mix); ``segment`` gives
+    ``(start, word)`` spans to swap, jieba's by default.
+    """
+
+    def __init__(
+        self,
+        tables: SimilarityTables,
+        vocab: Iterable[str],
+        rng: random.Random,
+        homophones: HomophoneIndex | None = None,
+        config: CorruptionConfig | None = None,
+        segment: Callable[[str], list[tuple[int, str]]] | None = None,
+        prior: dict[str, dict[str, float]] | None = None,
+        lm_score: Callable[[list[str]], Sequence[float]] | None = None,
+    ) -> None:
+        self.tables = tables
+        self.lm_score = lm_score  # texts -> their LM log-probabilities (the "lm" kind)
+        self.rng = rng
+        self.homophones = homophones
+        self.config = cfg = config or CorruptionConfig()
+        self.vocab_chars = frozenset(t for t in vocab if is_cjk(t))
+        self._segment = segment
+        self.prior = prior or {}
+        self._kinds = [k for k in KINDS if cfg.mix.get(k, 0) > 0 and (k != "word" or homophones is not None)
+                       and (k != "prior" or self.prior) and (k != "lm" or lm_score is not None)]
+        if not self._kinds:
+            raise ValueError("no error kind is usable (a word-only mix needs a HomophoneIndex, a prior-only mix "
+                             "a prior)")
+        self._kind_cw = cum_weights(cfg.mix[k] for k in self._kinds)
+        self._count_cw = cum_weights(cfg.error_counts)
+        self.writable = writable_chars(self.vocab_chars, tables, cfg.min_char_freq)
+        pool = sorted(self.writable, key=lambda c: (-tables.frequency(c), c))
+        self._random_pool = pool[: cfg.random_pool]
+        self._cache: dict[str, dict[str, tuple[list[str], list[float]] | None]] = {"sound": {}, "shape": {},
+                                                                                  "prior": {}}
+
+    def usable(self, ch: str) -> bool:
+        """A character we may write into a sentence (see ``writable_chars``)."""
+        return ch in self.writable
+
+    # -- single characters
+
+    def _choices(self, kind: str, ch: str) -> tuple[list[str], list[float]] | None:
+        cache = self._cache[kind]
+        if ch not in cache:
+            cfg, t = self.config, self.tables
+            if kind == "prior":
+                scored = sorted((c, w) for c, w in self.prior.get(ch, {}).items() if c != ch and self.usable(c))
+            elif kind == "sound":
+                own = t.readings(ch)
+                scored = [
+                    (c, self._heard(own, c, s) ** cfg.sound_power * t.frequency(c) ** cfg.sound_freq_power)
+                    for c, s in t.pinyin_neighbours(ch, k=1_000_000)
+                    if c != ch and self.usable(c)
+                ]
+            else:
+                scored = [
+                    (c, s**cfg.shape_power * t.frequency(c) ** cfg.shape_freq_power)
+                    for c, s in t.shape_neighbours(ch, k=1_000_000)
+                    if c != ch and s >= cfg.min_shape_sim and self.usable(c)
+                ]
+            cache[ch] = ([c for c, _ in scored], cum_weights(w for _, w in scored)) if scored else None
+        return cache[ch]
+
+    def _heard(self, own: tuple[str, ...], c: str, sim: float) -> float:
+        """Sound similarity as an IME user meets it: c's main reading counts fully, its other readings
+        (么 yao1, 车 ju1) at secondary_reading times their similarity."""
+        main = pinyin_similarity(own, self.tables.readings(c)[:1])
+        return max(main, sim * self.config.secondary_reading)
+
+    def _draw(self, kind: str, ch: str) -> str | None:
+        choices = self._choices(kind, ch)
+        return self.rng.choices(choices[0], cum_weights=choices[1])[0] if choices else None
+
+    def sound_alike(self, ch: str) -> str | None:
+        """A same- or similar-sounding character, frequent ones first; None if there is none."""
+        return self._draw("sound", ch)
+
+    def look_alike(self, ch: str) -> str | None:
+        """A similar-looking character, the most similar ones first; None if there is none."""
+        return self._draw("shape", ch)
+
+    def random_char(self, ch: str) -> str | None:
+        """A frequent character other than ch, uniformly."""
+        if len(self._random_pool) < 2:
+            return None
+        while True:
+            c = self._random_pool[self.rng.randrange(len(self._random_pool))]
+            if c != ch:
+                return c
+
+    # -- sentences
+
+    def _editable(self, ch: str) -> bool:
+        return ch in self.vocab_chars  # the model can only be taught to restore a character it can emit
+
+    def _word_spans(self, sentence: str) -> list[tuple[int, str]]:
+        if self._segment is None:
+            self._segment = jieba_segmenter()
+        return self._segment(sentence)
+
+    def _char_error(self, kind: str, chars: list[str], touched: list[bool]) -> list[int]:
+        if kind == "random":
+            positions = [i for i, c in enumerate(chars) if not touched[i] and self._editable(c)]
+        else:
+            positions = [
+                i
+                for i, c in enumerate(chars)
+                if not touched[i] and self._editable(c) and self._choices(kind, c)
+            ]
+        if not positions:
+            return []
+        i = positions[self.rng.randrange(len(positions))]
+        new = self.random_char(chars[i]) if kind == "random" else self._draw(kind, chars[i])
+        if new is None:
+            return []
+        chars[i] = new
+        touched[i] = True
+        return [i]
+
+    def _lm_error(self, chars: list[str], touched: list[bool]) -> list[int]:
+        """At up to lm_positions places, lm_candidates draws each; the one the LM finds most plausible is
+        written if it costs the sentence at most lm_margin nats (else none: the kind gives way to the others)."""
+        assert self.lm_score is not None
+        cfg, base = self.config, ("prior" if self.prior else "sound")
+        positions = [i for i, c in enumerate(chars) if not touched[i] and self._editable(c) and self._choices(base, c)]
+        if not positions:
+            return []
+        tried = []  # (position, character)
+        for i in self.rng.sample(positions, min(cfg.lm_positions, len(positions))):
+            choices = self._choices(base, chars[i])
+            assert choices is not None
+            tried += [(i, c) for c in sorted(set(self.rng.choices(choices[0], cum_weights=choices[1],
+                                                                  k=cfg.lm_candidates)))]
+        text = "".join(chars)
+        scores = list(self.lm_score([text] + [text[:i] + c + text[i + 1 :] for i, c in tried]))
+        best = max(range(len(tried)), key=lambda k: (scores[k + 1], -k))
+        if scores[best + 1] - scores[0] < -cfg.lm_margin:
+            return []
+        i, c = tried[best]
+        chars[i] = c
+        touched[i] = True
+        return [i]
+
+    def _word_error(self, spans: list[tuple[int, str]], chars: list[str], touched: list[bool]) -> list[int]:
+        assert self.homophones is not None
+        candidates, weights = [], []
+        for start, word in spans:
+            if not any(touched[start : start + len(word)]) and all(map(self._editable, word)):
+                c = self.homophones.confusability(word)
+                if c > 0:
+                    candidates.append((start, word))
+                    weights.append(c)
+        if not candidates:
+            return []
+        start, word = self.rng.choices(candidates, weights)[0]
+        new = self.homophones.sample(word, self.rng)
+        if new is None or len(new) != len(word):
+            return []
+        chars[start : start + len(word)] = new
+        touched[start : start + len(word)] = [True] * len(word)  # no second error inside the swapped word
+        return [start + j for j in range(len(word)) if new[j] != word[j]]
+
+    def n_errors(self, sentence: str) -> int:
+        """How many errors to make: drawn from error_counts, capped by the sentence's CJK length."""
+        n = bisect.bisect_right(self._count_cw, self.rng.random() * self._count_cw[-1]) + 1
+        cap = max(1, (len(sentence) - len(_NON_CJK.findall(sentence))) // self.config.chars_per_error)
+        return min(n, len(self._count_cw), cap)
+
+    def corrupt_positions(
+        self, sentence: str, n_errors: int | None = None
+    ) -> tuple[str, list[tuple[str, list[int]]]]:
+        """(source with errors, [(kind, changed positions)] per error made). A kind that finds no place in
+        the sentence gives way to the others in mix order; fewer (or no) errors are made only if none can."""
+        n = self.n_errors(sentence) if n_errors is None else n_errors
+        chars = list(sentence)
+        touched = [False] * len(chars)
+        spans: list[tuple[int, str]] | None = None
+        errors: list[tuple[str, list[int]]] = []
+        for _ in range(n):
+            first = self.rng.choices(self._kinds, cum_weights=self._kind_cw)[0]
+            for kind in [first] + [k for k in self._kinds if k != first]:
+                if kind == "word":
+                    if spans is None:
+                        spans = self._word_spans(sentence)
+                    changed = self._word_error(spans, chars, touched)
+                elif kind == "lm":
+                    changed = self._lm_error(chars, touched)
+                else:
+                    changed = self._char_error(kind, chars, touched)
+                if changed:
+                    errors.append((kind, changed))
+                    break
+            else:
+                break
+        source = "".join(chars)
+        assert len(source) == len(sentence)
+        return source, errors
+
+    def corrupt(self, sentence: str, n_errors: int | None = None) -> tuple[str, str, list[str]]:
+        """(source with errors, the sentence, kind of each error made)."""
+        source, errors = self.corrupt_positions(sentence, n_errors)
+        return source, sentence, [kind for kind, _ in errors]
+
+
+def jieba_segmenter() -> Callable[[str], list[tuple[int, str]]]:
+    """(start, word) of jieba's precise mode without HMM (dictionary words, the only ones with known
+    homophones); a word of 3+ characters also yields its dictionary-word prefixes and suffixes, so that
+    合法权利 offers 合法 and 权利 (→ 权力) too."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+
+    def segment(sentence: str) -> list[tuple[int, str]]:
+        spans = []
+        for word, start, end in jieba.tokenize(sentence, HMM=False):
+            spans.append((start, word))
+            if end - start > 2:
+                spans += [
+                    (start + a, sub)
+                    for sub, a, b in jieba.tokenize(word, mode="search", HMM=False)
+                    if sub != word and (a == 0 or b == len(word))
+                ]
+        return spans
+
+    return segment
+
+
+# ---------------------------------------------------------------------------------------------- real pairs
+
+
+def check_not_benchmark(path: Path) -> None:
+    if path.name == BENCHMARK_FILE:
+        raise BenchmarkFileError(
+            f"{path} is the SIGHAN 2015 test set, the evaluation benchmark: it must never be used for training"
+        )
+
+
+def read_pairs(path: Path) -> tuple[list[tuple[str, str]], int]:
+    """``source<TAB>target`` pairs of equal length, and how many lines were skipped (bad or unequal)."""
+    check_not_benchmark(path)
+    pairs, skipped = [], 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\r\n").split("\t")
+            if len(parts) == 2 and parts[0] and len(parts[0]) == len(parts[1]):
+                pairs.append((parts[0], parts[1]))
+            elif line.strip():
+                skipped += 1
+    return pairs, skipped
+
+
+# ---------------------------------------------------------------------------------------------- dataset
+
+
+@dataclass
+class Stats:
+    synthetic: int = 0
+    synthetic_clean: int = 0
+    synthetic_clean_hard: int = 0  # of those, sentences with digits, Latin letters or a rare character
+    events: collections.Counter[str] = field(default_factory=collections.Counter)  # errors made, by kind
+    changed: collections.Counter[str] = field(default_factory=collections.Counter)  # characters, by kind
+    error_counts: collections.Counter[int] = field(default_factory=collections.Counter)  # errors per sentence
+    eligible_sentences: int = 0
+    dropped_holdout_overlap: int = 0
+    real: dict[str, dict[str, int]] = field(default_factory=dict)
+    holdout: int = 0
+    written: int = 0
+    written_clean: int = 0
+
+
+RARE_AFTER = 3500  # a character outside the sample's this many most frequent (the size of the 常用字 list)
+
+
+def hard_clean(sentences: list[str]) -> list[bool]:
+    """Per sentence: correct text a spelling corrector is tempted to "fix": it holds digits, Latin letters, or a
+    character outside the sample's RARE_AFTER most frequent CJK characters (names, terms, rare words)."""
+    counts = collections.Counter(c for s in sentences for c in s if is_cjk(c))
+    common = {c for c, _ in counts.most_common(RARE_AFTER)}
+
+    def hard(s: str) -> bool:
+        return any(c.isdigit() or (c.isalpha() and (c.isascii() or "\uff21" <= c <= "\uff5a"))  # Latin, full width too
+                   or (is_cjk(c) and c not in common) for c in s)
+
+    return [hard(s) for s in sentences]
+
+
+def synthetic_pairs(
+    sentences: list[str], n: int, clean_share: float, corrupter: Corrupter, rng: random.Random, stats: Stats,
+    hard_share: float = 0.0,
+) -> Iterator[tuple[str, str]]:
+    """n pairs from the sentences (reused in turn if there are fewer than n); round(n * clean_share) of
+    them, at seeded random, are left clean. With ``hard_share``, that share of the clean ones is drawn among
+    the ``hard_clean`` sentences (as many as there are), the rest among all."""
+    n_clean = round(n * clean_share)
+    if hard_share > 0:
+        is_hard = hard_clean(sentences)
+        hard_idx = [i for i in range(n) if is_hard[i % len(sentences)]]
+        clean = set(rng.sample(hard_idx, min(round(n_clean * hard_share), len(hard_idx))))
+        rest = [i for i in range(n) if i not in clean]
+        clean |= set(rng.sample(rest, n_clean - len(clean)))
+        stats.synthetic_clean_hard = sum(is_hard[i % len(sentences)] for i in clean)
+    else:
+        clean = set(rng.sample(range(n), n_clean))
+    for i in range(n):
+        sentence = sentences[i % len(sentences)]
+        if i in clean:
+            yield sentence, sentence
+            continue
+        source, errors = corrupter.corrupt_positions(sentence)
+        for kind, positions in errors:
+            stats.events[kind] += 1
+            stats.changed[kind] += len(positions)
+        stats.error_counts[len(errors)] += 1
+        yield source, sentence
+
+
+def summary(stats: Stats, seconds: float) -> str:
+    erroneous = stats.synthetic - stats.synthetic_clean
+    n_events = sum(stats.events.values())
+    n_changed = sum(stats.changed.values())
+    lines = [
+        f"synthetic pairs: {stats.synthetic:,} from {stats.eligible_sentences:,} eligible sentences; "
+        f"clean {stats.synthetic_clean:,} ({stats.synthetic_clean / max(1, stats.synthetic):.1%}"
+        + (f"; {stats.synthetic_clean_hard:,} with digits, Latin or a rare character" if stats.synthetic_clean_hard
+           else "") + ")",
+        "errors by kind: "
+        + ", ".join(f"{k} {stats.events[k]:,} ({stats.events[k] / max(1, n_events):.1%})" for k in KINDS),
+        f"per erroneous sentence: {n_events / max(1, erroneous):.2f} errors, {n_changed / max(1, erroneous):.2f} "
+        f"changed characters; per synthetic sentence: {n_events / max(1, stats.synthetic):.2f} errors",
+        "changed characters by kind: " + ", ".join(f"{k} {stats.changed[k]:,}" for k in KINDS),
+        "errors per corrupted sentence: "
+        + ", ".join(f"{k}: {v:,}" for k, v in sorted(stats.error_counts.items())),
+    ]
+    for name, r in stats.real.items():
+        lines.append(
+            f"real {name}: {r['pairs']:,} pairs, {r['skipped']:,} skipped (bad/unequal length), "
+            f"{r['held_out']:,} held out, {r['overlap']:,} dropped (same target as a held-out pair), "
+            f"{r['written']:,} written"
+        )
+    if stats.dropped_holdout_overlap:
+        lines.append(
+            f"synthetic pairs dropped (same target as a held-out pair): {stats.dropped_holdout_overlap:,}"
+        )
+    lines.append(f"held out: {stats.holdout:,}")
+    lines.append(
+        f"written: {stats.written:,} pairs, clean {stats.written_clean:,} "
+        f"({stats.written_clean / max(1, stats.written):.1%}) in {seconds:.1f}s"
+    )
+    return "\n".join(lines)
+
+
+def write_pairs(path: Path, pairs: Iterable[tuple[str, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for source, target in pairs:
+            assert len(source) == len(target), (source, target)
+            assert "\t" not in source + target and "\n" not in source + target, (source, target)
+            f.write(f"{source}\t{target}\n")
+    os.replace(tmp, path)
+
+
+def make_dataset(
+    sentences_file: Path,
+    tables: SimilarityTables,
+    vocab: list[str],
+    out: Path,
+    n: int,
+    seed: int,
+    real: Sequence[Path] = (),
+    real_repeat: int = 1,
+    holdout: int = 0,
+    holdout_out: Path | None = None,
+    clean_share: float = 0.15,
+    clean_hard_share: float = 0.0,
+    config: CorruptionConfig | None = None,
+    homophones: HomophoneIndex | None = None,
+    min_chars: int = 8,
+    max_chars: int = 120,
+    min_cjk_share: float = 0.6,
+    progress: bool = True,
+    prior: dict[str, dict[str, float]] | None = None,
+    lm_score: Callable[[list[str]], Sequence[float]] | None = None,
+    distinct: int = 0,
+    exclude: frozenset[str] = frozenset(),
+) -> Stats:
+    """Writes the shuffled train pairs to out (and the held-out real pairs to holdout_out); returns stats.
+    ``distinct`` > 0 draws at most that many sentences, each then used about n / distinct times, each time with
+    fresh errors (a smaller file to carry, the same number of pairs). Sentences in ``exclude`` are never drawn.
+
+    Each random step has its own stream derived from the seed, so e.g. other --real files do not change
+    the synthetic pairs."""
+    for path in real:
+        check_not_benchmark(path)
+    if holdout > 0 and (not real or holdout_out is None):
+        raise ValueError("a holdout needs --real files and --holdout-out")
+    stats = Stats()
+
+    # real pairs first: the held-out targets must not appear in the training file at all
+    held: list[tuple[str, str]] = []
+    real_train: list[tuple[str, str]] = []
+    per_file: list[tuple[Path, list[tuple[str, str]]]] = []
+    for k, path in enumerate(real):
+        pairs, skipped = read_pairs(path)
+        stats.real[path.name] = {"pairs": len(pairs), "skipped": skipped, "held_out": 0, "overlap": 0}
+        if k == 0 and holdout > 0:
+            held, pairs = split_holdout(pairs, holdout)  # never --seed: one dev split for every file
+            stats.real[path.name]["held_out"] = len(held)
+        per_file.append((path, pairs))
+    held_targets = {t for _, t in held}
+    for path, pairs in per_file:
+        kept = [p for p in pairs if p[1] not in held_targets]
+        stats.real[path.name]["overlap"] = len(pairs) - len(kept)
+        stats.real[path.name]["written"] = len(kept) * real_repeat
+        real_train += kept * real_repeat
+    stats.holdout = len(held)
+
+    keep = lambda s: is_training_sentence(s, min_chars, max_chars, min_cjk_share) and s not in exclude  # noqa: E731
+    sentences, stats.eligible_sentences = sample_sentences(
+        sentences_file, min(n, distinct) if distinct > 0 else n, random.Random(f"{seed}/sample"), keep
+    )
+    if n > 0 and not sentences:
+        raise ValueError(f"{sentences_file} has no sentences of {min_chars}..{max_chars} characters")
+    random.Random(f"{seed}/order").shuffle(sentences)  # the reservoir's order is not random
+    corrupter = Corrupter(tables, vocab, random.Random(f"{seed}/corrupt"), homophones, config, prior=prior,
+                          lm_score=lm_score)
+    synthetic = []
+    pairs_iter = synthetic_pairs(sentences, n, clean_share, corrupter, random.Random(f"{seed}/clean"), stats,
+                                 clean_hard_share)
+    for source, target in tqdm(pairs_iter, total=n, desc="corrupting", disable=not progress, mininterval=2):
+        stats.synthetic += 1
+        stats.synthetic_clean += source == target
+        if target in held_targets:
+            stats.dropped_holdout_overlap += 1
+            continue
+        synthetic.append((source, target))
+
+    train = synthetic + real_train
+    random.Random(f"{seed}/shuffle").shuffle(train)
+    write_pairs(out, train)
+    if holdout_out is not None and held:
+        write_pairs(holdout_out, held)
+    stats.written = len(train)
+    stats.written_clean = sum(s == t for s, t in train)
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--sentences", type=Path, required=True, help="clean sentences, one per line (training.data.prepare)"
+    )
+    ap.add_argument(
+        "--similarity",
+        type=Path,
+        required=True,
+        help="directory with pinyin.tsv and shape.tsv (training.evidence.similarity)",
+    )
+    ap.add_argument(
+        "--vocab", type=Path, help="vocab.txt, one token per line (default: vocab.txt beside --sentences)"
+    )
+    ap.add_argument("--out", type=Path, required=True, help="output TSV, source<TAB>target per line")
+    ap.add_argument("--n", type=int, default=300_000, help="synthetic pairs to make (default 300000)")
+    ap.add_argument("--distinct", type=int, default=0,
+                    help="draw at most this many sentences and reuse them, each time with fresh errors (0: up to n)")
+    ap.add_argument(
+        "--seed", type=int, default=1, help="random seed; same inputs + seed = same output (default 1)"
+    )
+    ap.add_argument(
+        "--clean-share",
+        type=float,
+        default=0.15,
+        help="share of synthetic pairs left error-free (default 0.15)",
+    )
+    ap.add_argument(
+        "--clean-hard-share",
+        type=float,
+        default=0.0,
+        help="share of the error-free pairs drawn among sentences with digits, Latin letters or a rare character "
+             "(names, terms): correct text the networks must learn to leave alone (default 0: at random)",
+    )
+    ap.add_argument(
+        "--mix",
+        default=",".join(f"{k}={v}" for k, v in DEFAULT_MIX.items()),
+        help="error kind weights: word (IME homophone word), sound, shape, random, prior (needs "
+             "--prior-candidates), lm (needs --lm) (default %(default)s)",
+    )
+    ap.add_argument(
+        "--errors",
+        default=",".join(str(p) for p in DEFAULT_ERROR_COUNTS),
+        help="P(1,2,3,... errors) in a corrupted sentence, capped at one per 8 CJK characters (default %(default)s)",
+    )
+    ap.add_argument(
+        "--min-char-freq",
+        type=int,
+        default=CorruptionConfig.min_char_freq,
+        help="replacement characters must occur this often in the corpus (pinyin.tsv counts; default %(default)s)",
+    )
+    ap.add_argument("--min-chars", type=int, default=8, help="shortest usable sentence (default 8)")
+    ap.add_argument("--max-chars", type=int, default=120, help="longest usable sentence (default 120)")
+    ap.add_argument(
+        "--min-cjk-share", type=float, default=0.6, help="least share of CJK characters (default 0.6)"
+    )
+    ap.add_argument(
+        "--jieba-dict",
+        type=Path,
+        help="jieba-format dictionary for the homophone words (default: jieba's own)",
+    )
+    ap.add_argument(
+        "--real",
+        type=Path,
+        nargs="*",
+        default=[],
+        help=f"real source<TAB>target files to mix in (never {BENCHMARK_FILE})",
+    )
+    ap.add_argument("--real-repeat", type=int, default=1, help="times each real pair is written (default 1)")
+    ap.add_argument(
+        "--holdout",
+        type=int,
+        default=0,
+        help="pairs of the first --real file held out as a dev split (default 0)",
+    )
+    ap.add_argument("--holdout-out", type=Path, help="where the held-out pairs go (required with --holdout)")
+    ap.add_argument("--exclude-targets", type=Path, nargs="*", default=[],
+                    help="pair files whose target sentences are never drawn (e.g. the fine-tuning pairs, for pairs the "
+                    "ranker is fitted on)")
+    ap.add_argument("--prior-candidates", type=Path,
+                    help="candidate table dir (training.evidence.candidates) whose real confusions and similarities give the "
+                         "'prior' error kind: P(written | intended) as training.data.confusion_prior weighs it")
+    ap.add_argument("--lm", type=Path, help="character LM dir (training.evidence.char_lm, or a bundle's lm/) for the 'lm' "
+                                            "error kind: substitutions this LM alone cannot tell apart")
+    ap.add_argument("--lm-margin", type=float, default=CorruptionConfig.lm_margin,
+                    help="'lm' errors cost the sentence at most this many nats of LM log-probability "
+                         "(default %(default)s)")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return ap
+
+
+def lm_scorer(path: Path) -> Callable[[list[str]], Sequence[float]]:
+    """Texts -> their character LM log-probabilities, all windows of a call in one vectorised lookup."""
+    import numpy as np
+
+    from corrector.char_lm import CharLM
+
+    lm = CharLM.load(path)
+
+    def score(texts: list[str]) -> Sequence[float]:
+        wins = [lm.windows(lm.encode_sentence(t)) for t in texts]
+        lp = lm.logprob(np.concatenate(wins)).astype(np.float64)
+        ends = np.cumsum([len(w) for w in wins])
+        return [float(x) for x in np.add.reduceat(lp, np.r_[0, ends[:-1]])]
+
+    return score
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        config = CorruptionConfig(
+            mix=parse_mix(args.mix), error_counts=parse_counts(args.errors), min_char_freq=args.min_char_freq,
+            lm_margin=args.lm_margin,
+        )
+    except ValueError as e:
+        ap.error(str(e))
+    for path in args.real:
+        try:
+            check_not_benchmark(path)
+        except BenchmarkFileError as e:
+            ap.error(str(e))
+    vocab_file = args.vocab or args.sentences.parent / "vocab.txt"
+    for path in [args.sentences, vocab_file, *args.real, *([args.jieba_dict] if args.jieba_dict else [])]:
+        if not path.is_file():
+            ap.error(f"{path} does not exist")
+    if args.n < 0 or args.real_repeat < 0 or args.holdout < 0 or args.distinct < 0:
+        ap.error("--n, --distinct, --real-repeat and --holdout must be >= 0")
+    if not 0 <= args.clean_share <= 1 or not 0 <= args.clean_hard_share <= 1:
+        ap.error("--clean-share and --clean-hard-share must be in [0, 1]")
+    if args.holdout > 0 and (not args.real or args.holdout_out is None):
+        ap.error("--holdout needs --real files and --holdout-out")
+    if args.holdout_out is not None and args.holdout_out.resolve() == args.out.resolve():
+        ap.error("--holdout-out must differ from --out")
+    if config.mix["prior"] > 0 and args.prior_candidates is None:
+        ap.error("a mix with prior=... needs --prior-candidates")
+    if config.mix["lm"] > 0 and (args.lm is None or not (args.lm / "meta.json").is_file()):
+        ap.error("a mix with lm=... needs --lm DIR (a character LM from training.evidence.char_lm)")
+
+    t0 = time.perf_counter()
+    tables = SimilarityTables.load(args.similarity)
+    vocab = read_vocab_list(vocab_file)
+    homophones = None
+    if config.mix["word"] > 0:
+        writable = writable_chars(vocab, tables, config.min_char_freq)
+        homophones = HomophoneIndex.from_jieba(writable.__contains__, args.jieba_dict)
+        print(f"homophone index: {len(homophones):,} words in {time.perf_counter() - t0:.1f}s")
+    prior = None
+    if args.prior_candidates is not None:
+        from corrector.candidates import CandidateTable
+
+        from .confusion_prior import prior_weights
+
+        prior = prior_weights(CandidateTable.load(args.prior_candidates))
+    stats = make_dataset(
+        args.sentences,
+        tables,
+        vocab,
+        args.out,
+        args.n,
+        args.seed,
+        real=args.real,
+        real_repeat=args.real_repeat,
+        holdout=args.holdout,
+        holdout_out=args.holdout_out,
+        clean_share=args.clean_share,
+        clean_hard_share=args.clean_hard_share,
+        config=config,
+        homophones=homophones,
+        min_chars=args.min_chars,
+        max_chars=args.max_chars,
+        min_cjk_share=args.min_cjk_share,
+        progress=not args.no_progress,
+        prior=prior,
+        lm_score=lm_scorer(args.lm) if config.mix["lm"] > 0 else None,
+        distinct=args.distinct,
+        exclude=frozenset(t for path in args.exclude_targets for _, t in read_pairs(path)[0]),
+    )
+    print(summary(stats, time.perf_counter() - t0))
+    print(f"→ {args.out}" + (f", held out → {args.holdout_out}" if stats.holdout else ""))
+
+
+if __name__ == "__main__":
+    main()
