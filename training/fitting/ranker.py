@@ -15,6 +15,10 @@ default they are counted without it (leave-one-out); with ``--fit-count-folds`` 
 the dev split, reads a candidate table that never counted its fold (``training.evidence.candidates --folds``), so an
 essay's other sentences are not counted either, and no row's counts depend on its own label. Fitting uses torch
 (L-BFGS); the bundle gets plain named weights.
+
+One module though over 500 lines: the three steps share the rows (``Table``) and one command's settings; the
+threshold sweep (``sweep``, ``choose_threshold``, ``summarise``) that threshold, pair_veto and evaluate import is
+the seam to split along if it grows.
 """
 
 from __future__ import annotations
