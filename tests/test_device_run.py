@@ -230,6 +230,32 @@ def test_the_schedule_is_fitted_to_its_minutes_from_the_measured_step_rate(monke
     assert clock.now == 1000.0 + 160 * 0.125 + (482 - 160) * 0.078125 <= 1000.0 + 60  # ended within its minute
 
 
+def test_a_schedule_fitted_on_slow_first_steps_is_fitted_again_halfway_through_it(monkeypatch, tmp_path):
+    """Steps 1..120 take 0.25 s, then 1/32 s (eight times faster): the first fit (4 steps/s) would end the run
+    at step 451 after 38 s of its 2 minutes, before a third of them has gone; so it is fitted again halfway
+    to that end, at step 285, from the rate since the probe (32 steps/s), and ends near its 2 minutes."""
+    from training.networks import loop
+
+    clock = SetClock(0.0)
+    monkeypatch.setattr(loop, "time", clock)
+    model = torch.nn.Linear(2, 1)
+    fitted: list[int] = []
+    runner = loop.StepRunner(model, torch.optim.SGD(model.parameters(), lr=0.01), lr=0.01, warmup_steps=1,
+                             max_steps=100_000, ckpt_path=tmp_path / "ckpt.pt", ckpt_every=10**9, state=dict,
+                             fit_minutes=2.0, on_schedule=fitted.append)
+
+    def micro_step() -> dict[str, torch.Tensor]:
+        clock.now += 0.25 if runner.step + 1 <= 120 else 0.03125
+        return {"loss": model(torch.ones(1, 2)).pow(2).mean()}
+
+    result = runner.run(micro_step, lambda step, lr, stats: None)
+    # step 120 at 30 s: 100 steps in 25 s = 4 steps/s, 90 s left: 120 + int(4 * 90 * 0.92) = 451
+    # step 285 at 35.15625 s: 165 steps in 5.15625 s = 32 steps/s, 84.84375 s left: 285 + int(2497.8) = 2782
+    assert fitted == [451, 2782]
+    assert (result.step, result.finished) == (2782, True)
+    assert 100 < clock.now <= 120  # most of its two minutes used, none overrun
+
+
 def test_a_standalone_part_is_a_shard_folder_of_its_own(prepared, tmp_path):
     tokens = np.fromfile(prepared / "train.bin", dtype=np.uint16)
     first = device_pack.pack_data(prepared, tmp_path / "data1", max_bytes=1, chunk_sentences=5)

@@ -320,8 +320,9 @@ class StepRunner:
 
     def fit_schedule(self) -> None:
         """fit_minutes: note the time at the probe's first step; at its last, set max_steps from the rate between
-        them; once a third of the minutes has gone, set it again from the rate since (the first steps of a
-        fine-tuning run its length buckets' shapes for the first time and ran at half speed on an H100)."""
+        them; once a third of the minutes has gone, or half of the fitted schedule (whichever comes first), set it
+        again from the rate since (the first steps of a fine-tuning run its length buckets' shapes for the first
+        time: on an H100 they ran at half speed, and at a third once, when the run ended on its first estimate)."""
         if not self.fit_minutes:
             return
         now = time.time()
@@ -330,7 +331,8 @@ class StepRunner:
         elif self.step == self.fit_probe[1]:
             self.refit(self.fit_probe[1] - self.fit_probe[0], now - self.fit_t0)
             self.fit_t0, self.fit_again = now, True
-        elif self.fit_again and now - self.t_start > self.fit_minutes * 20 and self.step >= self.fit_probe[1] + 50:
+        elif (self.fit_again and self.step >= self.fit_probe[1] + 50
+              and (now - self.t_start > self.fit_minutes * 20 or self.step >= (self.fit_probe[1] + self.max_steps) // 2)):
             self.fit_again = False
             self.refit(self.step - self.fit_probe[1], now - self.fit_t0)
 
