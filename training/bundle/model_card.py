@@ -41,12 +41,22 @@ DATA_TERMS = {
                          "repository MIT; SIGHAN parts academic use only"),
     "csc_hard_train.tsv": ("synthetic hard CSC pairs on People's Daily sentences (zejunwang1/csc_hard)",
                            "none stated"),
+    "law.tsv": ("ECSpell legal-domain CSC training pairs, mainland text (aopolin-lv/ECSpell; evaluation "
+                "sentences removed)", "repository MIT"),
+    "med.tsv": ("ECSpell medical-domain CSC training pairs, mainland text (aopolin-lv/ECSpell; evaluation "
+                "sentences removed)", "repository MIT"),
+    "odw.tsv": ("ECSpell official-document CSC training pairs, mainland text (aopolin-lv/ECSpell; evaluation "
+                "sentences removed)", "repository MIT"),
+    **{f"{d}.tsv": (f"LEMON development set, {what} (gingasan/lemon): native speakers' errors in mainland text",
+                    "none stated (README: academic research only, no commercial use)")
+       for d, what in (("enc", "encyclopedia"), ("mec", "medical care"), ("cot", "contracts"), ("gam", "games"))},
     "wang271k_dev.tsv": ("Wang271K development pairs (wangwang110/CSC)",
                          "none stated (SIGHAN: academic use only)"),
     "sighan15_test.tsv": ("SIGHAN 2015 CSC test set, simplified (aopolin-lv/ECSpell)",
                           "repository MIT; SIGHAN parts academic use only"),
 }
-# The real training pairs (training.data.splits: SIGHAN_TRAIN, CSC_HARD_TRAIN; the dev split is held out of the first)
+# The real training pairs of a bundle whose candidate table does not list them (training.data.splits.train_pair_files;
+# the dev split is held out of the first)
 REAL_PAIRS = ("sighan_train.tsv", "csc_hard_train.tsv")
 
 
@@ -209,10 +219,12 @@ def data_section(m: dict[str, Any]) -> list[str]:
     corpus = m.get("provenance", {}).get("pretraining", {}).get("corpus", [])
     pairs_use = "fine-tuning; candidate counts; the LM's in-domain counts; fitting the ranker"
     uses: list[tuple[str, str]] = [(name, "pretraining; synthetic errors; the character LM") for name in corpus]
-    uses += [(REAL_PAIRS[0], pairs_use + "; its held-out dev split chose the threshold"), (REAL_PAIRS[1], pairs_use)]
+    real = m.get("candidates", {}).get("real_pair_files") or REAL_PAIRS
+    uses += [(real[0], pairs_use + "; its held-out dev split chose the threshold"), *((f, pairs_use) for f in real[1:])]
     rule = m.get("ranker", {}).get("threshold_rule", {})
     if rule.get("correct"):
         uses.append((rule["correct"], "choosing the threshold only (its correct sentences)"))
+    uses += [(f"{name}.tsv", "choosing the threshold only") for name in rule.get("choose_on", [])]
     evaluated = dict.fromkeys(Path(str(r.get("data", ""))).name for r in m.get("metrics", {}).values())
     uses += [(name, "evaluation only") for name in evaluated if name in DATA_TERMS and name not in dict(uses)]
     lines = ["## Training data and its terms", "",

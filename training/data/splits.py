@@ -40,6 +40,11 @@ def other_train_files(data_dir: Path) -> list[Path]:
     return [Path(data_dir) / CSC_HARD_TRAIN, *sorted((Path(data_dir) / ECSPELL_TRAIN).glob("*.tsv"))]
 
 
+def train_pair_files(data_dir: Path) -> list[str]:
+    """The names of the files ``train_pairs`` reads (recorded in the bundle: the model card lists them)."""
+    return [Path(SIGHAN_TRAIN).name, *(p.name for p in other_train_files(data_dir))]
+
+
 def train_pairs(data_dir: Path, holdout: int = HOLDOUT) -> list[Pair]:
     """Real pairs the decoder's statistics and ranker are fitted on (never the dev split or a test)."""
     rest, held = sighan_holdout(data_dir, holdout)

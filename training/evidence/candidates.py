@@ -32,7 +32,7 @@ from corrector.candidates import BIGRAMS_NPZ, CANDIDATES_JSON, CANDIDATES_NPZ, N
 from corrector.similarity import SimilarityTables, fuzzy_variants, split_reading, split_syllable
 
 from ..data.prepare import corpus_files, read_lines
-from ..data.splits import text_folds, train_pairs
+from ..data.splits import text_folds, train_pair_files, train_pairs
 from .foreign_names import count_name_chars, name_arrays
 
 INITIAL_GROUPS = ("z zh", "c ch", "s sh", "n l", "l r", "f h", "b p", "d t", "g k", "j q x", "z c s",
@@ -214,6 +214,7 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
     in ``data_dir`` when it has one) goes into names.npz as it is."""
     t0 = time.time()
     tables = SimilarityTables.load(similarity)
+    given = pairs
     if pairs is None:
         pairs = train_pairs(data_dir, holdout)
     ini, fin = fit_part_similarity(pairs, tables)
@@ -269,7 +270,9 @@ def build(similarity: Path, data_dir: Path, out: Path, pool_size: int = 6000, mi
         "pool_size": len(pool), "sources": len(sources), "pairs": len(cands),
         "min_pinyin": min_pinyin, "min_shape": min_shape, "tone_factor": TONE_FACTOR,
         "prior": {"related": RELATED, "unrelated": UNRELATED, "shrink": SHRINK},
-        "fitted_on": "training.data.splits.train_pairs (sighan_train minus the dev split, csc_hard_train)",
+        "fitted_on": "training.data.splits.train_pairs (the real pairs; the dev split held out of sighan_train)"
+        if given is None else "the pairs given",
+        "real_pair_files": train_pair_files(data_dir) if given is None else [],
         "pairs_counted": len(pairs),
         "gold_pairs": sum(confusions.values()),
         "script_variant_pairs": len(variants),
