@@ -30,12 +30,19 @@ TINY = [
     ('"--batch-size", "128"', '"--batch-size", "4"', 1),
     ('"--max-steps", "7000"', '"--max-steps", "3"', 1),
     ('"--eval-every", "500"', '"--eval-every", "2"', 1),
-    ('"--eval-every", "1000"', '"--eval-every", "2"', 2),
+    ('"--eval-every", "1000"', '"--eval-every", "2"', 3),
+    ('"--eval-every", "1500"', '"--eval-every", "2"', 1),
     ('"--n", "300000"', '"--n", "60"', 1),
-    ('"--holdout", "1000"', '"--holdout", "5"', 7),
+    ('"--n", "2100000", "--distinct", "520000"', '"--n", "60", "--distinct", "5"', 1),
+    ('"--n", "12000"', '"--n", "20"', 1),
+    ('"--batch-size", "256"', '"--batch-size", "4"', 2),
+    ('"--max-steps", "2699"', '"--max-steps", "3"', 1),
+    ('"--max-steps", "1538"', '"--max-steps", "3"', 1),
+    ('"--holdout", "1000"', '"--holdout", "5"', 9),
     ('"--in-domain-holdout", "1000"', '"--in-domain-holdout", "5"', 1),
     ('"--prune", "0,0,5,8"', '"--prune", "0,0,0,0", "--vocab-size", "300"', 1),
-    ('"--max-changed", "0.05"', '"--max-changed", "1"', 1),
+    ('"--max-changed", "0.10"', '"--max-changed", "1"', 1),
+    ('"--max-fpr-each", "0.03"', '"--max-fpr-each", "1"', 1),
 ]
 
 
@@ -58,8 +65,11 @@ def tiny_data(root: Path) -> Path:
     pairs = [f"{c[:1]}{'的' if c[1] != '的' else '地'}{c[2:]}\t{c}\n" for c in clauses]  # one error each
     half = len(pairs) // 2
     files = {"sighan_train.tsv": pairs[:half], "csc_hard_train.tsv": pairs[half:],
-             "sighan15_test.tsv": pairs[::2], "wang271k_dev.tsv": pairs[1::2]}
+             "sighan15_test.tsv": pairs[::2], "wang271k_dev.tsv": pairs[1::2],
+             **{f"ecspell_train/{d}.tsv": pairs[k::3] for k, d in enumerate(("law", "med", "odw"))},
+             **{f"lemon_dev/{d}.tsv": pairs[k::4] for k, d in enumerate(("enc", "mec", "cot", "gam"))}}
     for name, lines in files.items():
+        (root / "csc" / name).parent.mkdir(exist_ok=True)
         (root / "csc" / name).write_text("".join(lines), encoding="utf-8")
     return root
 
@@ -117,7 +127,8 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     # from a given pair: the from-scratch pretraining is skipped, the pretraining from the pair and all after it run
     assert build.main([*args, "--init-from", str(out / "pretrain_cpu"), "--plan"]) == 0
     planned = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
-    after = names[names.index("pretrain"):]
+    after = [n for n in names[names.index("pretrain"):]
+             if n not in ("csc_native", "ranker_pairs")]  # the synthetic pairs read no network: up to date
     assert planned == {n: "skipped (--init-from)" if n == "pretrain_cpu" else "runs" if n in after else "up to date"
                        for n in names}
 
@@ -161,7 +172,8 @@ def test_default_recipe_plan_names_every_stage_in_order(tmp_path, capsys):
                        "--plan"]) == 0
     plan = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert plan == ["prepare", "similarity", "splits", "candidates", "lm", "csc_data", "pretrain_cpu", "pretrain",
-                    "finetune", "export", "evidence", "ranker", "veto", "threshold", "metrics"]
+                    "finetune", "csc_native", "finetune_native", "finetune_native2", "ranker_pairs", "export",
+                    "evidence", "ranker", "veto", "threshold", "metrics"]
     pair = tmp_path / "pair"
     (pair / "discriminator").mkdir(parents=True)
     assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),
@@ -189,8 +201,12 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     assert int(cpu["--stop-after"]) * int(cpu["--batch-size"]) * int(cpu["--seq-len"]) == prov["pretraining"]["init_from"]["tokens_seen"]
     assert gpu["--config"] == cpu["--config"] == prov["pretraining"]["model_config"]
     ft = flags(recipe, "finetune", "training.networks.finetune")
-    assert int(ft["--max-steps"]) == prov["finetune"]["steps"] and ft["--keep"] == "last"
-    assert ft["--generator-body"] == "discriminator" and prov["generator_body"].startswith("the discriminator's")
+    native = [flags(recipe, name, "training.networks.finetune") for name in ("finetune_native", "finetune_native2")]
+    stages = [*prov["finetune_stages"], prov["finetune"]]  # each fine-tuning run, the first first
+    assert [int(f["--max-steps"]) for f in (ft, *native)] == [s["steps"] for s in stages]
+    assert [int(f["--batch-size"]) for f in native] == [256, 256] and float(native[1]["--lr"]) == 1.5e-4
+    assert all(f["--keep"] == "last" and f["--generator-body"] == "discriminator" for f in (ft, *native))
+    assert prov["generator_body"].startswith("the discriminator's") and stages[1]["train_pairs"] == 2_215_986
     lm = flags(recipe, "lm", "training.evidence.char_lm")
     assert [int(x) for x in lm["--prune"].split(",")] == manifest["lm"]["prune"]
     assert int(lm["--order"]) == manifest["lm"]["order"] and lm["--smoothing"] == manifest["lm"]["smoothing"]
@@ -201,14 +217,18 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     assert float(cand["--min-pinyin"]) == manifest["candidates"]["min_pinyin"]
     fit = flags(recipe, "ranker", "training.fitting.ranker")
     assert fit["--products"].split(",") == ranker["products"] and "--blend-on-dev" in fit
-    assert (int(fit["--shortlist"]), int(fit["--hidden"]), float(fit["--max-fpr"])) == (
-        ranker["shortlist"], ranker["hidden"], ranker["max_fpr"])
+    assert (int(fit["--hidden"]), float(fit["--max-fpr"])) == (ranker["hidden"], ranker["max_fpr"])
+    assert ranker["shortlist"] in (8, 16) and int(fit["--shortlist"]) == 16  # chosen on dev among --try-shortlists
     veto = flags(recipe, "veto", "training.fitting.pair_veto")
     assert (int(veto["--min-edits"]), float(veto["--max-precision"])) == (ranker["veto"]["min_edits"],
                                                                           ranker["veto"]["max_precision"])
     chosen = flags(recipe, "threshold", "training.fitting.threshold")
     assert float(chosen["--max-changed"]) == ranker["threshold_rule"]["max_changed"]
     assert float(chosen["--max-fpr"]) == ranker["threshold_rule"]["max_fpr"]
+    assert float(chosen["--max-fpr-each"]) == ranker["threshold_rule"]["max_fpr_each"]
+    cmd = next(c for s in recipe.stages if s.name == "threshold" for c in s.run)
+    assert sorted(Path(a).stem for a in cmd if "lemon_dev" in a) == ranker["threshold_rule"]["choose_on"]
+    assert ranker["synthetic_pairs"] == 12000 and "--synthetic-pairs" in fit
     (write,) = [c for s in recipe.stages if s.name == "evidence" for c in s.run if c[0] == "write_json"]
     assert json.loads(write[2]) == manifest["corrector_defaults"]
     assert flags(recipe, "export", "training.bundle.export")["--cpu-onnx"] == manifest["cpu_onnx"]

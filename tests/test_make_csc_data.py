@@ -227,6 +227,17 @@ def test_holdout_written_and_excluded(data, tables, homophones, tmp_path):
     assert len(train) == stats.written == 50 - stats.dropped_holdout_overlap + 2 * len(kept)
 
 
+def test_distinct_reuses_few_sentences_with_fresh_errors_and_exclude_keeps_sentences_out(data, tables, homophones,
+                                                                                           tmp_path):
+    stats = _make(data, tables, homophones, tmp_path / "few.tsv", n=60, distinct=3, clean_share=0.0)
+    pairs = _pairs(tmp_path / "few.tsv")
+    targets = {t for _, t in pairs}
+    assert len(pairs) == stats.written == 60 and len(targets) == 3  # 60 pairs on 3 sentences
+    assert len({s for s, _ in pairs}) > 3  # each sentence with different errors
+    _make(data, tables, homophones, tmp_path / "rest.tsv", n=60, exclude=frozenset(targets))
+    assert not targets & {t for _, t in _pairs(tmp_path / "rest.tsv")}
+
+
 def test_holdout_is_the_same_whatever_the_seed(data, tables, homophones, tmp_path):
     """The dev split must not depend on --seed: another seed gives other synthetic pairs, the same held-out ones."""
     held = []

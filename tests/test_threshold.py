@@ -28,6 +28,20 @@ def test_choose_takes_the_best_dev_f1_within_both_caps():
     assert choose(rows, changed, max_fpr=0.08, max_changed=0.01) is None
 
 
+def test_choose_on_more_sets_takes_the_best_mean_f1_within_each_sets_cap():
+    from training.fitting.threshold import choose
+
+    dev = [row(0.4, 0.48, 0.07), row(0.5, 0.47, 0.05), row(0.6, 0.45, 0.03), row(0.7, 0.40, 0.02)]
+    a = [row(0.4, 0.30, 0.05), row(0.5, 0.36, 0.03), row(0.6, 0.35, 0.02), row(0.7, 0.20, 0.01)]
+    b = [row(0.4, 0.20, 0.02), row(0.5, 0.10, 0.04), row(0.6, 0.18, 0.02), row(0.7, 0.18, 0.01)]
+    changed = [0.0] * 4
+    # means: 0.4 -> 0.327, 0.5 -> 0.310, 0.6 -> 0.327, 0.7 -> 0.260; 0.4 has a's FPR 5%, 0.5 b's 4%
+    assert choose(dev, changed, 0.08, 1.0, [a, b], max_fpr_each=1.0)["threshold"] == 0.6  # tie: the higher
+    assert choose(dev, changed, 0.08, 1.0, [a, b], max_fpr_each=0.03)["threshold"] == 0.6
+    assert choose(dev, changed, 0.08, 1.0, [a], max_fpr_each=0.03)["threshold"] == 0.5  # (0.47 + 0.36) / 2
+    assert choose(dev, changed, 0.08, 1.0, [a, b], max_fpr_each=0.005) is None
+
+
 def test_grid_parses_ranges_and_lists():
     import argparse
 
