@@ -473,27 +473,11 @@ def main(argv: list[str] | None = None) -> None:
 
         prior = prior_weights(CandidateTable.load(args.prior_candidates))
     stats = make_dataset(
-        args.sentences,
-        tables,
-        vocab,
-        args.out,
-        args.n,
-        args.seed,
-        real=args.real,
-        real_repeat=args.real_repeat,
-        holdout=args.holdout,
-        holdout_out=args.holdout_out,
-        clean_share=args.clean_share,
-        clean_hard_share=args.clean_hard_share,
-        config=config,
-        homophones=homophones,
-        min_chars=args.min_chars,
-        max_chars=args.max_chars,
-        min_cjk_share=args.min_cjk_share,
-        progress=not args.no_progress,
-        prior=prior,
-        lm_score=lm_scorer(args.lm) if config.mix["lm"] > 0 else None,
-        distinct=args.distinct,
+        args.sentences, tables, vocab, args.out, args.n, args.seed, real=args.real, real_repeat=args.real_repeat,
+        holdout=args.holdout, holdout_out=args.holdout_out, clean_share=args.clean_share,
+        clean_hard_share=args.clean_hard_share, config=config, homophones=homophones, min_chars=args.min_chars,
+        max_chars=args.max_chars, min_cjk_share=args.min_cjk_share, progress=not args.no_progress, prior=prior,
+        lm_score=lm_scorer(args.lm) if config.mix["lm"] > 0 else None, distinct=args.distinct,
         exclude=frozenset(t for path in args.exclude_targets for _, t in read_pairs(path)[0]),
     )
     print(summary(stats, time.perf_counter() - t0))
