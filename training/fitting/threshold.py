@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def grid(text: str) -> list[float]:
 
 
 def choose(dev_rows: list[dict], changed: list[float], max_fpr: float, max_changed: float,
-           others: list[list[dict]] = (), max_fpr_each: float = 1.0) -> dict | None:
+           others: Sequence[list[dict]] = (), max_fpr_each: float = 1.0) -> dict | None:
     """The dev row with the most sentence correction F1 (with ``others``, the mean F1 of the dev split and each
     other set's row at the same threshold) among those with dev FPR <= max_fpr, every other set's FPR <=
     max_fpr_each, and a share of correct sentences changed <= max_changed (ties: the higher threshold); None
