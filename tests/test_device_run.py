@@ -202,25 +202,32 @@ class SetClock:
         return getattr(time, name)
 
 
-def test_the_schedule_is_fitted_to_its_minutes_from_the_measured_step_rate(monkeypatch, tmp_path, capsys):
-    """--fit-minutes 1: the rate over steps 20..120 sets max_steps so that the schedule ends within the minute
-    (FIT_MARGIN of what is left); a third of the way in (20 s, and 50 steps past the probe) it is set again from
-    the rate since the probe. Steps take 0.125 s up to step 160, then 0.078125 s (the machine got faster)."""
+def run_fitted(monkeypatch, tmp_path, start: float, fit_minutes: float, slow_steps: int, slow_s: float,
+               fast_s: float) -> tuple[object, list[int], SetClock]:
+    """A tiny StepRunner with --fit-minutes on a set clock: steps 1..slow_steps take slow_s seconds, later ones
+    fast_s. Returns its result, every max_steps it was fitted to, and the clock."""
     from training.networks import loop
 
-    clock = SetClock(1000.0)
+    clock = SetClock(start)
     monkeypatch.setattr(loop, "time", clock)
     model = torch.nn.Linear(2, 1)
     fitted: list[int] = []
     runner = loop.StepRunner(model, torch.optim.SGD(model.parameters(), lr=0.01), lr=0.01, warmup_steps=1,
                              max_steps=100_000, ckpt_path=tmp_path / "ckpt.pt", ckpt_every=10**9, state=dict,
-                             fit_minutes=1.0, on_schedule=fitted.append)
+                             fit_minutes=fit_minutes, on_schedule=fitted.append)
 
     def micro_step() -> dict[str, torch.Tensor]:
-        clock.now += 0.125 if runner.step + 1 <= 160 else 0.078125
+        clock.now += slow_s if runner.step + 1 <= slow_steps else fast_s
         return {"loss": model(torch.ones(1, 2)).pow(2).mean()}
 
-    result = runner.run(micro_step, lambda step, lr, stats: None)
+    return runner.run(micro_step, lambda step, lr, stats: None), fitted, clock
+
+
+def test_the_schedule_is_fitted_to_its_minutes_from_the_measured_step_rate(monkeypatch, tmp_path, capsys):
+    """--fit-minutes 1: the rate over steps 20..120 sets max_steps so that the schedule ends within the minute
+    (FIT_MARGIN of what is left); a third of the way in (20 s, and 50 steps past the probe) it is set again from
+    the rate since the probe. Steps take 0.125 s up to step 160, then 0.078125 s (the machine got faster)."""
+    result, fitted, clock = run_fitted(monkeypatch, tmp_path, 1000.0, 1.0, 160, 0.125, 0.078125)
     # step 120 at 1015 s: 100 steps in 12.5 s = 8 steps/s, 45 s left: 120 + int(8 * 45 * 0.92) = 451
     # step 170 at 1020.625 s: 50 steps in 5.625 s = 8.65 steps/s, 39.375 s left: 170 + int(312.05) = 482
     assert fitted == [451, 482]
@@ -234,21 +241,7 @@ def test_a_schedule_fitted_on_slow_first_steps_is_fitted_again_halfway_through_i
     """Steps 1..120 take 0.25 s, then 1/32 s (eight times faster): the first fit (4 steps/s) would end the run
     at step 451 after 38 s of its 2 minutes, before a third of them has gone; so it is fitted again halfway
     to that end, at step 285, from the rate since the probe (32 steps/s), and ends near its 2 minutes."""
-    from training.networks import loop
-
-    clock = SetClock(0.0)
-    monkeypatch.setattr(loop, "time", clock)
-    model = torch.nn.Linear(2, 1)
-    fitted: list[int] = []
-    runner = loop.StepRunner(model, torch.optim.SGD(model.parameters(), lr=0.01), lr=0.01, warmup_steps=1,
-                             max_steps=100_000, ckpt_path=tmp_path / "ckpt.pt", ckpt_every=10**9, state=dict,
-                             fit_minutes=2.0, on_schedule=fitted.append)
-
-    def micro_step() -> dict[str, torch.Tensor]:
-        clock.now += 0.25 if runner.step + 1 <= 120 else 0.03125
-        return {"loss": model(torch.ones(1, 2)).pow(2).mean()}
-
-    result = runner.run(micro_step, lambda step, lr, stats: None)
+    result, fitted, clock = run_fitted(monkeypatch, tmp_path, 0.0, 2.0, 120, 0.25, 0.03125)
     # step 120 at 30 s: 100 steps in 25 s = 4 steps/s, 90 s left: 120 + int(4 * 90 * 0.92) = 451
     # step 285 at 35.15625 s: 165 steps in 5.15625 s = 32 steps/s, 84.84375 s left: 285 + int(2497.8) = 2782
     assert fitted == [451, 2782]
