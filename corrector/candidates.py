@@ -2,7 +2,9 @@
 
 For every source character: the characters it may have been typed for (graded pinyin similarity
 above a floor, shape neighbours, and every pair seen in real training errors), each with its graded
-pinyin similarity, shape similarity and how often real errors wrote the source for it.
+pinyin similarity, shape similarity and how often real errors wrote the source for it. The same folder holds
+the word forms the real pairs keep (``corrector.kept_forms.PairCounts``) and the foreign names' characters
+(``corrector.foreign_names.load_name_shares``): each read by its own loader.
 """
 
 from __future__ import annotations
@@ -11,31 +13,20 @@ from pathlib import Path
 
 import numpy as np
 
-from .foreign_names import NAME_SHRINK
 from .types import CorrectorError
 
 CANDIDATES_NPZ = "candidates.npz"
 CANDIDATES_JSON = "candidates.json"
-BIGRAMS_NPZ = "bigrams.npz"  # optional: the bigrams written correctly in the real training pairs, with counts
-WORDS_NPZ = "words.npz"  # optional: the words kept as written and the words changed in the real training pairs
-NAMES_NPZ = "names.npz"  # optional: per character, how often the corpus writes it inside dot-joined foreign names
 
 
 class CandidateTable:
     def __init__(self, sources: list[str], offsets: np.ndarray, candidates: list[str] | np.ndarray,
                  pinyin: np.ndarray, shape: np.ndarray, count: np.ndarray, written: np.ndarray | None = None,
-                 variants: frozenset[tuple[str, str]] = frozenset(), bigrams: dict[str, int] | None = None,
-                 words: dict[str, tuple[int, int]] | None = None, name_shares: dict[str, float] | None = None):
+                 variants: frozenset[tuple[str, str]] = frozenset()):
         self.row = {c: i for i, c in enumerate(sources)}
         # how often each source character was written in the real training pairs (right or wrong)
         self.written = np.zeros(len(sources), np.float32) if written is None else written.astype(np.float32)
         self.variants = variants  # (a, b): the same character in two scripts; never a candidate of each other
-        # how often each two-character sequence was written correctly in the real training pairs (>= 2 times)
-        self.bigrams = bigrams or {}
-        # per two- or three-character word: (times kept as written, times changed) in the real training pairs
-        self.words = words or {}
-        # per character: the share of its corpus occurrences inside dot-joined foreign names (corrector.foreign_names)
-        self.name_shares = name_shares or {}
         self.offsets = offsets
         # a list, or a numpy array of one-character strings: ``load`` keeps the array (a list of millions of
         # strings is slow to make and large); ``candidates`` makes the list on first use
@@ -53,21 +44,8 @@ class CandidateTable:
             z = np.load(path, allow_pickle=False)
             written = z["written"] if "written" in z.files else None
             variants = frozenset((p[0], p[1]) for p in z["variants"].tolist()) if "variants" in z.files else frozenset()
-            bigrams = None
-            if (Path(directory) / BIGRAMS_NPZ).is_file():
-                b = np.load(Path(directory) / BIGRAMS_NPZ, allow_pickle=False)
-                bigrams = dict(zip(b["bigrams"].tolist(), b["count"].tolist()))
-            words = None
-            if (Path(directory) / WORDS_NPZ).is_file():
-                w = np.load(Path(directory) / WORDS_NPZ, allow_pickle=False)
-                words = dict(zip(w["words"].tolist(), zip(w["kept"].tolist(), w["changed"].tolist())))
-            name_shares = None
-            if (Path(directory) / NAMES_NPZ).is_file():
-                f = np.load(Path(directory) / NAMES_NPZ, allow_pickle=False)
-                share = f["in_names"] / (f["total"] + NAME_SHRINK)
-                name_shares = dict(zip(f["chars"].tolist(), share.tolist()))
             return cls(z["sources"].tolist(), z["offsets"], z["candidates"], z["pinyin"], z["shape"],
-                       z["count"], written, variants, bigrams, words, name_shares)
+                       z["count"], written, variants)
         except (OSError, KeyError, ValueError) as e:
             raise CorrectorError(f"cannot read candidate table {path}: {e}") from None
 

@@ -25,7 +25,9 @@ from .decide import decide, threshold_of
 from .dictionary import WORDS, WordTable
 from .explain import explain_text
 from .features import Evidence, Sites
+from .foreign_names import load_name_shares
 from .guards import PROTECT, Protections
+from .kept_forms import PairCounts
 from .model_path import ENV_MODEL, default_model_path
 from .rank import HEURISTIC, RankerWeights
 from .runtime import Device, Networks, OnnxNetworks, ProcessLocalPool
@@ -49,7 +51,8 @@ class Corrector:
     """Chinese spelling correction over one model bundle. Thread-safe after ``load``."""
 
     def __init__(self, bundle: Bundle, networks: Networks, tables: SimilarityTables,
-                 config: CorrectorConfig, evidence: Evidence, ranker: RankerWeights):
+                 config: CorrectorConfig, evidence: Evidence, ranker: RankerWeights,
+                 name_shares: dict[str, float] | None = None):
         self.bundle = bundle
         self.networks = networks
         self.tables = tables
@@ -59,7 +62,7 @@ class Corrector:
         self.tokenizer = build_tokenizer(bundle.vocab_path)
         self.vocab = evidence.vocab
         self.max_tokens = bundle.max_seq_len
-        self.protections = Protections(evidence.table)  # the prepare-stage guards
+        self.protections = Protections(evidence.counts, name_shares or {})  # the prepare-stage guards
         self._ahead = ProcessLocalPool(1, "sites-ahead")  # see score
 
     @classmethod
@@ -90,7 +93,7 @@ class Corrector:
                                    dynamic_int8=not bundle.int8_static)  # rows never mix
             tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
             cand_dir = bundle.file(CANDIDATES_DIR)
-            candidates = CandidateTable.load(cand_dir) if cand_dir.is_dir() else CandidateTable.empty()
+            candidates, counts, names = _candidate_folder(cand_dir) if cand_dir.is_dir() else (None, None, None)
             lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
             char_lm = _load_lm(lm_path) if lm is not None or lm_path.is_dir() else None
             ranker = HEURISTIC
@@ -102,39 +105,45 @@ class Corrector:
             if "shortlist" not in settings and "shortlist" not in bundle.corrector_defaults and "shortlist" in ranker.meta:
                 config = config.with_overrides(shortlist=int(ranker.meta["shortlist"]))  # what the ranker was chosen with
             words = bundle.file(WORDS)
-            return cls.from_parts(bundle, sessions, tables, config, candidates=candidates, lm=char_lm, ranker=ranker,
-                                  words=WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
+            return cls.from_parts(bundle, sessions, tables, config, candidates=candidates, counts=counts,
+                                  name_shares=names, lm=char_lm, ranker=ranker, words=WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
 
     @classmethod
     def from_parts(cls, bundle: Bundle, networks: N | Future[N], tables: SimilarityTables,
                    config: CorrectorConfig | None = None, *, candidates: CandidateTable | None = None,
+                   counts: PairCounts | None = None, name_shares: dict[str, float] | None = None,
                    lm: CharLM | KenLMCharLM | None = None, words: WordTable | None = None,
                    ranker: RankerWeights = HEURISTIC) -> Corrector:
         """A Corrector put together from its parts, as ``load`` does from a bundle's files: the bundle (its
         vocabulary, window and name), the networks, the similarity tables, the decoding settings (default: the
-        defaults of CorrectorConfig), the candidate table (default: none), a character LM, jieba's words as the
-        bundle stores them (None: read from jieba at first use) and the ranker (default: the hand-set one).
+        defaults of CorrectorConfig), the candidate table, the word forms the real pairs keep and the foreign
+        names' characters (default: none of the three), a character LM, jieba's words as the bundle stores them
+        (None: read from jieba at first use) and the ranker (default: the hand-set one).
 
         ``networks`` may be a Future (``load`` builds the ONNX sessions on another thread): it is waited for
         only once the rest is indexed, so the two overlap."""
         evidence = Evidence(read_vocab_list(bundle.vocab_path),
-                            candidates if candidates is not None else CandidateTable.empty(), tables, lm, words)
+                            candidates if candidates is not None else CandidateTable.empty(), tables, lm, words,
+                            counts)
         if isinstance(networks, Future):
             networks = networks.result()
-        return cls(bundle, networks, tables, config if config is not None else CorrectorConfig(), evidence, ranker)
+        return cls(bundle, networks, tables, config if config is not None else CorrectorConfig(), evidence, ranker,
+                   name_shares)
 
     def with_lm(self, lm: str | Path | None) -> Corrector:
         """This Corrector over another character LM (a path as for ``load``; None: without one), sharing
         the ONNX sessions and every other table: the folds of cross-fitting differ only in their LM."""
         char_lm = _load_lm(Path(lm)) if lm is not None else None
         return Corrector(self.bundle, self.networks, self.tables, self.config, self.evidence.with_lm(char_lm),
-                         self.ranker)
+                         self.ranker, self.protections.name_shares)
 
     def with_candidates(self, candidates: str | Path) -> Corrector:
         """This Corrector over another candidate table (a ``training.evidence.candidates`` folder: the counts of another
-        set of real pairs), sharing the ONNX sessions, the LM and every other table: the folds of cross-fitting."""
-        evidence = Evidence(self.evidence.vocab, CandidateTable.load(candidates), self.tables, self.evidence.lm)
-        return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker)
+        set of real pairs, with their kept word forms and name shares), sharing the ONNX sessions, the LM and every
+        other table: the folds of cross-fitting."""
+        table, counts, names = _candidate_folder(Path(candidates))
+        evidence = Evidence(self.evidence.vocab, table, self.tables, self.evidence.lm, counts=counts)
+        return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker, names)
 
     @property
     def name(self) -> str:
@@ -329,3 +338,9 @@ def _scrub_surrogates(text: str) -> str:
     if not any("\ud800" <= c <= "\udfff" for c in text):
         return text
     return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+
+
+def _candidate_folder(directory: Path) -> tuple[CandidateTable, PairCounts, dict[str, float]]:
+    """A ``training.evidence.candidates`` folder: the candidate table, the word forms the real pairs keep and the
+    foreign names' characters, each by its own loader."""
+    return CandidateTable.load(directory), PairCounts.load(directory), load_name_shares(directory)

@@ -9,8 +9,28 @@ the training pairs' 16,824). ``protect_foreign_names`` leaves every character of
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+
+from .types import CorrectorError
+
+NAMES_NPZ = "names.npz"  # optional: per character, how often the corpus writes it inside dot-joined foreign names
 NAME_SHRINK = 20.0  # share = in_names / (total + NAME_SHRINK): a rare character's share is shrunk (seen twice, both in names: 0.09)
 RUN = 3  # characters in a row that make a foreign name
+
+
+def load_name_shares(directory: str | Path) -> dict[str, float]:
+    """Per character of ``directory``'s names.npz: in_names / (total + NAME_SHRINK) (no file: none)."""
+    path = Path(directory) / NAMES_NPZ
+    if not path.is_file():
+        return {}
+    try:
+        f = np.load(path, allow_pickle=False)
+        share = f["in_names"] / (f["total"] + NAME_SHRINK)
+        return dict(zip(f["chars"].tolist(), share.tolist()))
+    except (OSError, KeyError, ValueError) as e:
+        raise CorrectorError(f"cannot read {path}: {e}") from None
 
 
 def name_chars(shares: dict[str, float], min_share: float) -> frozenset[str]:

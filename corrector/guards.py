@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .candidates import CandidateTable
 from .config import CorrectorConfig
 from .foreign_names import foreign_name_positions, name_chars
+from .kept_forms import PairCounts
 from .script import mainland_form, regional_form
 
 REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
@@ -45,10 +45,14 @@ GUARDS = {g.name: g for g in (PROTECT, FOREIGN_NAMES, KEPT_WORDS, DICTIONARY_WOR
 
 
 class Protections:
-    """The prepare-stage guards over one bundle's tables: which characters of a text no edit may touch, and why."""
+    """The prepare-stage guards over one bundle's tables: which characters of a text no edit may touch, and why.
 
-    def __init__(self, table: CandidateTable):
-        self.table = table
+    ``counts``: the word forms the real training pairs keep; ``name_shares``: per character, the share of its
+    corpus occurrences inside dot-joined foreign names (``corrector.foreign_names``)."""
+
+    def __init__(self, counts: PairCounts, name_shares: dict[str, float]):
+        self.counts = counts
+        self.name_shares = name_shares
         self._kept: dict[int, frozenset[str]] = {}
         self._names: dict[float, frozenset[str]] = {}
 
@@ -58,7 +62,7 @@ class Protections:
         if min_kept <= 0:
             return frozenset()
         if min_kept not in self._kept:
-            self._kept[min_kept] = frozenset(w for w, (k, c) in self.table.words.items() if k >= min_kept and c == 0)
+            self._kept[min_kept] = frozenset(w for w, (k, c) in self.counts.words.items() if k >= min_kept and c == 0)
         return self._kept[min_kept]
 
     def name_chars(self, min_share: float) -> frozenset[str]:
@@ -67,7 +71,7 @@ class Protections:
         if min_share <= 0:
             return frozenset()
         if min_share not in self._names:
-            self._names[min_share] = name_chars(self.table.name_shares, min_share)
+            self._names[min_share] = name_chars(self.name_shares, min_share)
         return self._names[min_share]
 
     def positions(self, text: str, cfg: CorrectorConfig, dictionary: bool = True) -> dict[int, str]:

@@ -10,37 +10,68 @@ edit that the corpus LM alone wants.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
+
 import numpy as np
 
-from .candidates import CandidateTable
 from .lookup import lookup_sorted
+from .types import CorrectorError
 
+BIGRAMS_NPZ = "bigrams.npz"  # optional: the bigrams written correctly in the real training pairs, with counts
+WORDS_NPZ = "words.npz"  # optional: the words kept as written and the words changed in the real training pairs
 WORD_WINDOWS = ((-1, 2), (0, 2), (-2, 3), (-1, 3), (0, 3))  # (offset of the first character, length) through a site
+
+
+@dataclass
+class PairCounts:
+    """What the real training pairs write and keep, as ``training.evidence.candidates`` counted it."""
+
+    # how often each two-character sequence was written correctly (>= 2 times)
+    bigrams: dict[str, int] = field(default_factory=dict)
+    # per two- or three-character word: (times kept as written, times changed)
+    words: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> PairCounts:
+        """``directory``'s bigrams.npz and words.npz (either may be missing: no counts of that kind)."""
+        d = Path(directory)
+        try:
+            bigrams, words = {}, {}
+            if (d / BIGRAMS_NPZ).is_file():
+                b = np.load(d / BIGRAMS_NPZ, allow_pickle=False)
+                bigrams = dict(zip(b["bigrams"].tolist(), b["count"].tolist()))
+            if (d / WORDS_NPZ).is_file():
+                w = np.load(d / WORDS_NPZ, allow_pickle=False)
+                words = dict(zip(w["words"].tolist(), zip(w["kept"].tolist(), w["changed"].tolist())))
+        except (OSError, KeyError, ValueError) as e:
+            raise CorrectorError(f"cannot read the pair counts in {d}: {e}") from None
+        return cls(bigrams, words)
 
 
 class KeptForms:
     """The counts as sorted integer keys over vocab ids (a * V + b; three characters: (a * V + b) * V + c)."""
 
-    def __init__(self, candidates: CandidateTable, char_id: dict[str, int] | CharIds, V: int):
+    def __init__(self, counts: PairCounts, char_id: dict[str, int] | CharIds, V: int):
         self.V = V
         ids = char_id if isinstance(char_id, CharIds) else CharIds(char_id)
         # the bigrams whose two characters are in the vocabulary, by key (distinct bigrams have distinct keys)
-        pair = ids.columns(list(candidates.bigrams), 2)
+        pair = ids.columns(list(counts.bigrams), 2)
         ok = (pair >= 0).all(axis=1)
         keys = word_key([pair[ok, 0], pair[ok, 1]], V)
         order = np.argsort(keys, kind="stable")
         self.bigram_keys = keys[order]
-        self.bigram_count = np.array(list(candidates.bigrams.values()), dtype=np.float32).reshape(-1)[ok][order]
+        self.bigram_count = np.array(list(counts.bigrams.values()), dtype=np.float32).reshape(-1)[ok][order]
         self.word_keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        words = list(candidates.words)
-        counts = np.array(list(candidates.words.values()), dtype=np.int64).reshape(-1, 2)
+        words = list(counts.words)
+        word_counts = np.array(list(counts.words.values()), dtype=np.int64).reshape(-1, 2)
         length = np.char.str_len(np.array(words, dtype=str)) if words else np.zeros(0, np.int64)
         chars = ids.columns(words, 3)
         for n in (2, 3):
             ok = (length == n) & (chars[:, :n] >= 0).all(axis=1)
             keys = word_key([chars[ok, j] for j in range(n)], V)
             order = np.argsort(keys, kind="stable")
-            kept, changed = counts[ok][order].T
+            kept, changed = word_counts[ok][order].T
             self.word_keys[n] = (keys[order], kept.astype(np.float32), changed.astype(np.float32))
 
     @property

@@ -53,7 +53,7 @@ def test_protect_dictionary_words(fake_tiny_bundle):
 def test_protect_kept_words(fake_tiny_bundle):
     """Words the real training pairs kept as written at least N times and never corrected are not edited inside."""
     fix = fake_corrector(fake_tiny_bundle, **FORCE_EDITS)
-    fix.evidence.table.words = {"北京": (3, 0), "上海": (5, 1), "张三": (1, 0)}  # word: (kept, corrected)
+    fix.protections.counts.words = {"北京": (3, 0), "上海": (5, 1), "张三": (1, 0)}  # word: (kept, corrected)
     text = "张三在北京，李四在上海"
     everything = edited(fix.correct(text))
     assert {0, 1, 3, 4, 9, 10} <= everything
@@ -69,7 +69,7 @@ def test_protect_foreign_names(fake_tiny_bundle):
     """Runs of three or more characters that the corpus writes inside dot-joined names at least the given share
     of the time are not edited inside; shorter runs are."""
     fix = fake_corrector(fake_tiny_bundle, **FORCE_EDITS)
-    fix.evidence.table.name_shares = {"张": 0.05, "三": 0.02, "李": 0.3, "北": 0.002}
+    fix.protections.name_shares = {"张": 0.05, "三": 0.02, "李": 0.3, "北": 0.002}
     text = "张三李在北京，李四在上海"
     everything = edited(fix.correct(text))
     assert {0, 1, 2, 4, 5, 7} <= everything

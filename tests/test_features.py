@@ -12,7 +12,7 @@ from corrector.char_lm import CharLM
 from corrector.dictionary import WordTable
 from corrector.features import COL, FEATURES, Evidence, Sites
 from corrector.features.words import _name_like
-from corrector.kept_forms import kept_word_value
+from corrector.kept_forms import PairCounts, kept_word_value
 from corrector.runtime import LogProbs
 from corrector.similarity import SimilarityTables
 
@@ -264,9 +264,8 @@ def test_generator_log_probs_without_the_dense_matrix():
 def test_seen_counts_the_rarer_and_seen_max_the_commoner_correctly_written_bigram_on_keep_rows_only():
     """seen = log(1 + the smaller count of the character's bigrams with its neighbours, as written, in the
     table's correctly written bigrams); one neighbour at a chunk edge; 0 on candidate rows."""
-    t = table()
-    t.bigrams = {"今天": 9, "天汽": 3, "汽很": 20}  # 很好: never written correctly twice, so absent
-    ev = Evidence(VOCAB, t, SimilarityTables({}, FREQ, {}), None)
+    counts = PairCounts(bigrams={"今天": 9, "天汽": 3, "汽很": 20})  # 很好: never written correctly twice, so absent
+    ev = Evidence(VOCAB, table(), SimilarityTables({}, FREQ, {}), None, counts=counts)
     text = "今天汽很好"
     sites = sites_of(text)
     left, right = ev.seen_counts(sites, [text])
@@ -361,9 +360,8 @@ def test_pair_candidates_join_the_shortlist_and_their_gain_is_the_sentence_diffe
 def test_kept_word_is_the_best_kept_to_changed_ratio_of_the_counted_words_through_a_keep_row():
     """kept_word = max over the counted two- and three-character words through the character as written of
     log((kept + 1) / (changed + 1)); 0 where no word through it was counted, and on every candidate row."""
-    t = table()
-    t.words = {"今天": (9, 0), "天汽": (0, 4), "汽很好": (2, 2), "很好": (1, 0)}
-    ev = Evidence(VOCAB, t, SimilarityTables({}, FREQ, {}), None)
+    counts = PairCounts(words={"今天": (9, 0), "天汽": (0, 4), "汽很好": (2, 2), "很好": (1, 0)})
+    ev = Evidence(VOCAB, table(), SimilarityTables({}, FREQ, {}), None, counts=counts)
     text = "今天汽很好北"
     sites = sites_of(text)
     kept, changed = ev.word_counts(sites, [text])
@@ -399,11 +397,10 @@ def test_word_counts_count_target_words_kept_and_source_words_changed():
 
 def test_name_chars_are_counted_inside_dot_joined_names_and_read_back_as_shares(tmp_path):
     """training.evidence.foreign_names counts characters inside dot-joined names (the outer parts cut next to the dot);
-    corrector.candidates reads them back as in_names / (total + NAME_SHRINK)."""
+    corrector.foreign_names reads them back as in_names / (total + NAME_SHRINK)."""
     import gzip
 
-    from corrector.candidates import NAMES_NPZ, CandidateTable
-    from corrector.foreign_names import NAME_SHRINK
+    from corrector.foreign_names import NAME_SHRINK, NAMES_NPZ, load_name_shares
     from training.data.prepare import corpus_files, read_lines
     from training.evidence.foreign_names import count_name_chars, name_arrays, name_parts
 
@@ -419,10 +416,7 @@ def test_name_chars_are_counted_inside_dot_joined_names_and_read_back_as_shares(
     arrays = name_arrays(in_names, total)  # characters seen in names at least twice
     assert arrays["chars"].tolist() == sorted("唐纳德特朗普")
     np.savez_compressed(tmp_path / NAMES_NPZ, **arrays)
-    np.savez_compressed(tmp_path / "candidates.npz", sources=np.array([], dtype="<U1"),
-                        offsets=np.zeros(1, np.int32), candidates=np.array([], dtype="<U1"),
-                        pinyin=np.zeros(0), shape=np.zeros(0), count=np.zeros(0))
-    shares = CandidateTable.load(tmp_path).name_shares
+    shares = load_name_shares(tmp_path)
     assert shares["特"] == pytest.approx(2 / (3 + NAME_SHRINK)) and shares["唐"] == pytest.approx(2 / (2 + NAME_SHRINK))
 
 
@@ -433,9 +427,8 @@ def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(fake
     from training.fitting.ranker import extract
 
     fix = fake_corrector(fake_tiny_bundle)
-    table = fix.evidence.table
-    table.words = {"我们": (2, 0), "公园": (1, 0)}
-    fix.evidence = Evidence(fix.vocab, table, fix.tables, None)
+    fix.evidence = Evidence(fix.vocab, fix.evidence.table, fix.tables, None,
+                            counts=PairCounts(words={"我们": (2, 0), "公园": (1, 0)}))
     pair = [("我们去公园散步", "我们去公园散步")]
     for loo, expect in ((False, [math.log(3)] * 2 + [0.0] + [math.log(2)] * 2 + [0.0] * 2),
                         (True, [math.log(2)] * 2 + [0.0] * 5)):

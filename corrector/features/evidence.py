@@ -14,7 +14,7 @@ import numpy as np
 
 from ..candidates import CandidateTable
 from ..dictionary import WordTable
-from ..kept_forms import CharIds, KeptForms
+from ..kept_forms import CharIds, KeptForms, PairCounts
 from ..similarity import SimilarityTables
 from .candidates import CandidateFeatures
 from .columns import COL, FEATURES
@@ -63,14 +63,15 @@ class Evidence(CandidateFeatures, WordFeatures, KeptFeatures, LMFeatures):
     """Everything a choice is scored on except the networks' raw outputs, which come in with the sites."""
 
     def __init__(self, vocab: Sequence[str], candidates: CandidateTable, tables: SimilarityTables, lm=None,
-                 words: WordTable | None = None):
+                 words: WordTable | None = None, counts: PairCounts | None = None):
         """``words``: jieba's words as the bundle stores them (``corrector.dictionary``); None: read from jieba
-        at first use."""
+        at first use. ``counts``: the word forms the real training pairs keep (None: none)."""
         from ..text import is_cjk
 
         self.vocab = list(vocab)
         self.char_id = {t: i for i, t in enumerate(self.vocab) if len(t) == 1}
         self.table = candidates
+        self.counts = counts if counts is not None else PairCounts()
         self.lm = lm
         char_ids = CharIds(self.char_id)  # vectorised char_id lookups
         self.cand_vid = char_ids(candidates.candidate_chars())
@@ -82,7 +83,7 @@ class Evidence(CandidateFeatures, WordFeatures, KeptFeatures, LMFeatures):
         cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
         self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
         # the word forms the real training pairs keep: seen, seen_max, kept_word
-        self.kept = KeptForms(candidates, char_ids, len(self.vocab))
+        self.kept = KeptForms(self.counts, char_ids, len(self.vocab))
         # per vocab id: how often the character was written in the real training pairs (error_rate's denominator)
         self.written = np.array([candidates.written_count(t) if len(t) == 1 else 0.0 for t in self.vocab],
                                 dtype=np.float32)

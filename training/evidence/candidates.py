@@ -28,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.candidates import BIGRAMS_NPZ, CANDIDATES_JSON, CANDIDATES_NPZ, NAMES_NPZ, WORDS_NPZ
+from corrector.candidates import CANDIDATES_JSON, CANDIDATES_NPZ
+from corrector.foreign_names import NAMES_NPZ
+from corrector.kept_forms import BIGRAMS_NPZ, WORDS_NPZ
 from corrector.similarity import SimilarityTables, fuzzy_variants, split_reading, split_syllable
 
 from ..data.prepare import corpus_files, read_lines
