@@ -7,6 +7,12 @@ rule changes on purpose, with the reason in its message:
 
     GOLDEN_UPDATE=1 pytest -q tests/test_golden.py
 
+Confidences come from the int8 graphs, and ONNX Runtime's int8 kernels round differently on CPUs with and without
+AVX-512 VNNI (on this set: up to 0.04 in a score, never a status, target or edit). The file records a fingerprint of
+the kernels it was made on (both networks' raw outputs on one sentence): where the fingerprint matches, every
+number must match to 3 decimals; on other kernels, statuses, targets and edits must match exactly and every number
+within ``OTHER_KERNELS_TOLERANCE`` (the best candidate's character only where its score is at least that much).
+
 The cases are hand-written sentences (typos, correct text, traditional text, a long text, protected words, settings)
 and every 20th line of SIGHAN-15 (read from ``../shared/data`` at test time; only line numbers, a hash of each line and
 the outputs are stored here).
@@ -20,6 +26,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from corrector import Corrector
@@ -28,6 +35,8 @@ HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden" / "default.json"
 SIGHAN = HERE.parents[1] / "shared" / "data" / "csc" / "sighan15_test.tsv"
 SIGHAN_EVERY = 20
+PROBE = "他以经知道自己错了我们明天在见"  # the kernels' fingerprint: the networks' outputs on it
+OTHER_KERNELS_TOLERANCE = 0.06
 
 LONG = ("随着经济的快速发展，城市化进程不断加快，越来越多的人从农村来到城市工作和生活。他们在城市里辛勤劳动，为城市的建设作"
         "出了巨大的供献。但是，由于户籍制度等原因，他们的子女在教育、医疗等方面还不能享受和城市居民一样的待遇。政府已经开"
@@ -137,8 +146,17 @@ def sighan_cases() -> list[tuple[int, str]]:
     return [(n, lines[n].split("\t")[0]) for n in range(0, len(lines), SIGHAN_EVERY)]
 
 
+def fingerprint(fixer: Corrector) -> list[float]:
+    """The discriminator's P(replaced) for each token of ``PROBE`` (with [CLS] and [SEP]) and the generator's best
+    logit at each character, to 6 decimals."""
+    ids = np.array([[fixer.vocab.index(t) for t in ("[CLS]", *PROBE, "[SEP]")]], dtype=np.int64)
+    positions = np.array([[*range(1, len(PROBE) + 1), 0, 0]], dtype=np.int64)  # the generator at every character
+    rtd, gen = fixer.networks.run(ids, np.ones_like(ids), positions)
+    return [round(float(x), 6) for x in [*rtd[0], *gen.best]]
+
+
 def snapshot(fixer: Corrector) -> dict:
-    out: dict = {"hand": [], "sighan15": []}
+    out: dict = {"kernels": fingerprint(fixer), "hand": [], "sighan15": []}
     for text, settings in HAND:
         out["hand"].append({"text": text, "settings": settings, **outcome(fixer, text, settings)})
     for n, text in sighan_cases():
@@ -160,8 +178,48 @@ def test_default_bundle_answers_are_pinned(default_corrector):
         GOLDEN.write_text(json.dumps(got, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     want = json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert len(want["hand"]) == len(got["hand"]) and len(want["sighan15"]) == len(got["sighan15"])
+    same_kernels = np.allclose(want["kernels"], got["kernels"], rtol=0, atol=1e-4)
     for w, g in zip(want["hand"] + want["sighan15"], got["hand"] + got["sighan15"]):
-        assert g == w, json.dumps({"want": w, "got": g}, ensure_ascii=False, indent=1)
+        if not same_kernels:
+            w, g = near(w, g)
+        assert g == w, json.dumps({"want": w, "got": g, "same kernels": same_kernels}, ensure_ascii=False, indent=1)
+
+
+_NUMBER = re.compile(r"\d\.\d{3}")
+
+
+def near(want: dict, got: dict) -> tuple[dict, dict]:
+    """``want`` and ``got`` with each number of ``got`` replaced by ``want``'s where the two are within
+    OTHER_KERNELS_TOLERANCE, and the best candidate's character by ``want``'s where either score is below it."""
+    def merge(w: str, g: str) -> str:
+        wp, gp = w.split(" "), g.split(" ")
+        if len(wp) != len(gp):
+            return g
+        out = []
+        for a, b in zip(wp, gp):
+            close = _NUMBER.fullmatch(a) and _NUMBER.fullmatch(b) and abs(float(a) - float(b)) <= OTHER_KERNELS_TOLERANCE
+            out.append(a if close else b)
+        if len(gp) == 4 and _NUMBER.fullmatch(wp[3]) and _NUMBER.fullmatch(gp[3]) \
+                and min(float(wp[3]), float(gp[3])) < OTHER_KERNELS_TOLERANCE:
+            out[2] = wp[2]  # a near-zero score's best character is a tie the kernels may break either way
+        return " ".join(out)
+
+    merged = dict(got)
+    for key in ("edits", "sites"):
+        if len(want[key]) == len(got[key]):
+            merged[key] = [merge(w, g) for w, g in zip(want[key], got[key])]
+    return want, merged
+
+
+def test_near_forgives_only_small_numbers_and_near_zero_ties():
+    want = {"target": "a", "edits": ["1 以已 0.840 pinyin"], "sites": ["0 below_threshold 她 0.041", "1 applied 已 0.840"]}
+    close = {"target": "a", "edits": ["1 以已 0.810 pinyin"], "sites": ["0 below_threshold 他 0.043", "1 applied 已 0.870"]}
+    assert near(want, close)[1] == want
+    for far in ({**close, "target": "b"}, {**close, "edits": ["1 以已 0.740 pinyin"]},
+                {**close, "edits": ["1 以己 0.840 pinyin"]}, {**close, "sites": ["0 applied 她 0.041", "1 applied 已 0.840"]},
+                {**close, "sites": ["0 below_threshold 他 0.141", "1 applied 已 0.840"]},
+                {**close, "sites": ["0 below_threshold 他 0.301", "1 applied 已 0.840"]}):
+        assert near(want, far)[1] != want, far
 
 
 def test_golden_cases_cover_what_the_issue_names():
