@@ -34,9 +34,8 @@ else
     python -m training.bundle.export --run "$PAIR" --similarity $D/similarity --out "$B" --cpu-onnx int8
 fi
 # the decoding defaults, in the bundle before the ranker is fitted so that its rows, threshold and calibration are
-# what the bundle decodes: foreign names (docs/decoder.md) and kept words (with the in-domain LM,
-# protect_kept_words=3 kept cross-fitted dev F1 at a lower dev FPR for the shipped networks; measured again below)
-echo '{"protect_foreign_names": 0.005, "protect_kept_words": 3}' > "runs/defaults_$NAME.json"
+# what the bundle decodes: foreign names (docs/decoder.md)
+echo '{"protect_foreign_names": 0.005}' > "runs/defaults_$NAME.json"
 python -m training.bundle.export --update "$B" --lm "$LM" --candidates "$CANDIDATES" --defaults "runs/defaults_$NAME.json"
 python -m training.fitting.ranker --model "$B" --data "$SHARED" --holdout 1000 --cache "runs/ranker_cache_$NAME" \
     --fit-lm-folds "$FOLDS" --products $P --out "runs/ranker_$NAME.json" --report "runs/ranker_${NAME}_report.json" \
@@ -48,8 +47,6 @@ python -m training.fitting.pair_veto --model "$B" --data "$SHARED" --fit-lm-fold
 [ -z "$THRESHOLD_FLAGS" ] || python -m training.fitting.threshold --model "$B" --data "$SHARED" --fit-lm-folds "$FOLDS" \
     --report "runs/${NAME}_threshold.json" $THRESHOLD_FLAGS
 python -m training.fitting.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --report "runs/${NAME}_dev_cf.json"
-python -m training.fitting.evaluate --data runs/dev_split.tsv --model "$B" --lm-folds "$FOLDS" --set protect_kept_words=0 \
-    --report "runs/${NAME}_dev_cf_pkw0.json"
 python -m training.fitting.evaluate --data runs/dev_split.tsv --model "$B" --set use_lm=false --report "runs/${NAME}_dev_nolm.json"
 python -m training.fitting.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --report "runs/${NAME}_sighan15.json"
 python -m training.fitting.evaluate --data "$SHARED/csc/sighan15_test.tsv" --model "$B" --set use_lm=false \

@@ -35,9 +35,6 @@ class CorrectorConfig:
     protect_dictionary_words: bool = setting(
         False, "never edit inside a multi-character jieba word (a hard block; by default dictionary words are one "
         "feature among others)")
-    protect_kept_words: int = setting(
-        0, "never edit inside a 2- or 3-character word that the real training pairs kept as written at least this "
-        "many times and never corrected (报导, 部份 in Taiwan-style text); 0: off", lo=0, hi=1_000_000)
     protect_foreign_names: float = setting(
         0.0, "never edit inside a run of 3 or more characters that the corpus writes inside dot-joined foreign names "
         "at least this share of the time (柯林顿, 哈玛斯); 0: off", lo=0.0, hi=1.0)

@@ -41,9 +41,11 @@ from .types import Correction, CorrectorError, Explanation
 if TYPE_CHECKING:
     from .char_lm_kenlm import KenLMCharLM
 
-# settings of the earlier hand-set decoder that older bundles' manifests still carry; the ranker replaced them
+# settings that older bundles' manifests still carry: the earlier hand-set decoder's, which the ranker replaced,
+# and protect_kept_words, a guard the ranker's kept_word feature made unnecessary (docs/experiments/2026-11-guards.md)
 RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity", "min_shape_similarity",
-                              "sim_weight", "freq_weight", "margin", "confusion_bonus", "verify", "verify_threshold"})
+                              "sim_weight", "freq_weight", "margin", "confusion_bonus", "verify", "verify_threshold",
+                              "protect_kept_words"})
 N = TypeVar("N", bound=Networks)
 
 
@@ -62,7 +64,7 @@ class Corrector:
         self.tokenizer = build_tokenizer(bundle.vocab_path)
         self.vocab = evidence.vocab
         self.max_tokens = bundle.max_seq_len
-        self.protections = Protections(evidence.counts, name_shares or {})  # the prepare-stage guards
+        self.protections = Protections(name_shares or {})  # the prepare-stage guards
         self._ahead = ProcessLocalPool(1, "sites-ahead")  # see score
 
     @classmethod

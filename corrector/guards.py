@@ -3,8 +3,8 @@
 Two kinds, by the stage that applies them:
 
 - *protections* (``prepare``): characters never offered for an edit: the caller's words (``protect``), foreign
-  names (``protect_foreign_names``), word forms the real training pairs always keep (``protect_kept_words``),
-  multi-character dictionary words (``protect_dictionary_words``). Such a character is no site at all.
+  names (``protect_foreign_names``), multi-character dictionary words (``protect_dictionary_words``). Such a
+  character is no site at all.
 - *vetoes* (``decide``): a site's best edit is not made: it only writes a word another region's way
   (``protect_regional_forms``), it is a pair the ranker got mostly wrong on the real training pairs
   (``veto_unreliable_pairs``), or, in traditional text, it would only change the character's script (``script``,
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from .config import CorrectorConfig
 from .foreign_names import foreign_name_positions, name_chars
-from .kept_forms import PairCounts
 from .script import mainland_form, regional_form
 
 REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
@@ -33,37 +32,24 @@ class Guard:
 
 PROTECT = Guard("protect", "prepare", "a word the caller protects")
 FOREIGN_NAMES = Guard("protect_foreign_names", "prepare", "inside a foreign name")
-KEPT_WORDS = Guard("protect_kept_words", "prepare", "a word form the real training pairs always keep")
 DICTIONARY_WORDS = Guard("protect_dictionary_words", "prepare", "inside a dictionary word")
 REGIONAL_FORMS = Guard("protect_regional_forms", "decide",
                        "kept: {best} would only write the word another region's way (protect_regional_forms)")
 UNRELIABLE_PAIRS = Guard("veto_unreliable_pairs", "decide",
                          "kept: {detail} on the real training pairs (veto_unreliable_pairs)")
 SCRIPT = Guard("script", "decide", "kept: {best} would only change the character's script")
-GUARDS = {g.name: g for g in (PROTECT, FOREIGN_NAMES, KEPT_WORDS, DICTIONARY_WORDS, REGIONAL_FORMS,
-                              UNRELIABLE_PAIRS, SCRIPT)}
+GUARDS = {g.name: g for g in (PROTECT, FOREIGN_NAMES, DICTIONARY_WORDS, REGIONAL_FORMS, UNRELIABLE_PAIRS, SCRIPT)}
 
 
 class Protections:
     """The prepare-stage guards over one bundle's tables: which characters of a text no edit may touch, and why.
 
-    ``counts``: the word forms the real training pairs keep; ``name_shares``: per character, the share of its
-    corpus occurrences inside dot-joined foreign names (``corrector.foreign_names``)."""
+    ``name_shares``: per character, the share of its corpus occurrences inside dot-joined foreign names
+    (``corrector.foreign_names``)."""
 
-    def __init__(self, counts: PairCounts, name_shares: dict[str, float]):
-        self.counts = counts
+    def __init__(self, name_shares: dict[str, float]):
         self.name_shares = name_shares
-        self._kept: dict[int, frozenset[str]] = {}
         self._names: dict[float, frozenset[str]] = {}
-
-    def kept_words(self, min_kept: int) -> frozenset[str]:
-        """The words ``protect_kept_words`` guards: kept as written at least ``min_kept`` times in the real
-        training pairs and never corrected (empty when 0 or when the bundle has no word counts)."""
-        if min_kept <= 0:
-            return frozenset()
-        if min_kept not in self._kept:
-            self._kept[min_kept] = frozenset(w for w, (k, c) in self.counts.words.items() if k >= min_kept and c == 0)
-        return self._kept[min_kept]
 
     def name_chars(self, min_share: float) -> frozenset[str]:
         """The characters ``protect_foreign_names`` counts as a foreign name's (empty when 0 or when the bundle
@@ -81,12 +67,10 @@ class Protections:
         rules: list[tuple[Guard, Callable[[], set[int]]]] = [
             (PROTECT, lambda: _word_positions(text, tuple(w for w in cfg.protect if w))),
             (FOREIGN_NAMES, lambda: foreign_name_positions(text, names) if names else set()),
-            (KEPT_WORDS, lambda: _kept_positions(text, kept) if kept else set()),
             (DICTIONARY_WORDS, lambda: _dictionary_positions(text)
              if dictionary and cfg.protect_dictionary_words else set()),
         ]
         names = self.name_chars(cfg.protect_foreign_names)
-        kept = self.kept_words(cfg.protect_kept_words)
         for guard, find in rules:
             for p in sorted(find()):
                 out.setdefault(p, guard.name)
@@ -101,10 +85,6 @@ def _word_positions(text: str, words: tuple[str, ...]) -> set[int]:
             out.update(range(start, start + len(w)))
             start = text.find(w, start + 1)
     return out
-
-
-def _kept_positions(text: str, kept: frozenset[str]) -> set[int]:
-    return {p for n in (2, 3) for i in range(len(text) - n + 1) if text[i:i + n] in kept for p in range(i, i + n)}
 
 
 def _dictionary_positions(text: str) -> set[int]:

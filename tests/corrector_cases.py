@@ -42,4 +42,4 @@ PREFER = {"汽": [("气", 12.0)], "末": [("未", 10.0)], "侯": [("候", 9.0)],
 TYPOS = "汽末侯拔"  # 气未候 applied, most confident first; 拔 kept
 
 RETIRED = [("verify", False), ("mask_suspects", True), ("min_similarity", 0.0), ("margin", -100.0),
-           ("confusion_bonus", 100.0), ("mask_threshold", 0.5)]
+           ("confusion_bonus", 100.0), ("mask_threshold", 0.5), ("protect_kept_words", 3)]

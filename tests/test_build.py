@@ -104,7 +104,7 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     assert [s["name"] for s in recorded["settings"]["stage"]] == names
     assert set(fixer.bundle.manifest.metrics) == {"sighan15_test", "sighan15_test_no_lm", "dev_split_lm_cross_fitted",
                                                   "dev_split_no_lm"}
-    assert fixer.bundle.manifest.corrector_defaults == {"protect_foreign_names": 0.005, "protect_kept_words": 3}
+    assert fixer.bundle.manifest.corrector_defaults == {"protect_foreign_names": 0.005}
     assert (out / "finetune" / "provenance.json").is_file() and (out / "lm" / "folds").is_dir()
 
     records = {n: (out / "state" / f"{n}.json").read_text(encoding="utf-8") for n in names}
@@ -166,6 +166,24 @@ def test_bad_recipes_and_arguments_exit_with_one_line(tmp_path, capsys):
     assert "no discriminator/ there" in capsys.readouterr().err
 
 
+def test_record_writes_the_recipe_into_a_bundles_manifest_and_nothing_else(tmp_path, capsys):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "manifest.json").write_text(json.dumps({"name": "b", "provenance": {"pretraining": {"step": 3}}}),
+                                          encoding="utf-8")
+    assert build.main(["--recipe", "default", "--record", str(bundle)]) == 0
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    recipe = build.load_recipe("default")
+    assert manifest["provenance"]["pretraining"] == {"step": 3} and manifest["name"] == "b"
+    assert manifest["provenance"]["recipe"]["sha256"] == recipe.sha256 == hashlib.sha256(recipe.path.read_bytes()).hexdigest()
+    assert manifest["provenance"]["recipe"]["settings"]["stage"][0]["name"] == "prepare"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"] and sorted(p.name for p in bundle.iterdir()) == ["manifest.json"]
+    assert build.main(["--recipe", "default", "--record", str(tmp_path / "none")]) == 1
+    assert "has no manifest.json" in capsys.readouterr().err
+    assert build.main(["--recipe", "default"]) == 1
+    assert "--out DIR is needed" in capsys.readouterr().err
+
+
 def test_default_recipe_plan_names_every_stage_in_order(tmp_path, capsys):
     (tmp_path / "data").mkdir()
     assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),
@@ -192,6 +210,8 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     recipe = build.load_recipe("default")
     manifest = json.loads((ROOT / "data" / "electra_models" / "default" / "manifest.json").read_text(encoding="utf-8"))
     prov, ranker = manifest["provenance"], manifest["ranker"]
+    assert prov["recipe"]["sha256"] == recipe.sha256, "the recipe changed: record it (python -m training.build --record)"
+    assert prov["recipe"]["settings"] == recipe.settings and "recorded" in prov["recipe"]
     gpu = flags(recipe, "pretrain", "training.networks.pretrain")
     assert int(gpu["--max-steps"]) == prov["pretraining"]["step"]
     tokens = int(gpu["--max-steps"]) * int(gpu["--batch-size"]) * int(gpu["--seq-len"])

@@ -54,10 +54,11 @@ def test_one_integer_rule_and_numbers_from_integers():
 
 
 def test_settings_table_lists_every_setting_with_the_value_in_force():
-    table = settings_table({"protect_kept_words": 3, "threshold": 0.58})
+    table = settings_table({"protect_foreign_names": 0.005, "threshold": 0.58})
     lines = table.splitlines()
     assert len(lines) == 2 + len(SETTINGS)
-    assert "| `protect_kept_words` | integer in [0, 1000000] | 3 |" in table
+    assert "| `protect_foreign_names` | number in [0, 1] | 0.005 |" in table
+    assert "| `max_edits` | integer in [0, 1000000] | 0 |" in table
     assert "| `threshold` | number in [0, 1] | 0.58 |" in table
     assert "| `use_lm` | boolean | true |" in table and "| `protect` | list | [] |" in table
 
@@ -69,7 +70,7 @@ def test_cli_lists_the_settings_with_the_shipped_bundles_values(capsys):
         main(["settings"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    assert "| `protect_kept_words` | integer in [0, 1000000] | 3 |" in out  # the manifest's tuned default
+    assert "| `protect_foreign_names` | number in [0, 1] | 0.005 |" in out  # the manifest's tuned default
     shipped = json.loads((ROOT / "data" / "electra_models" / "default" / "ranker.json").read_text(encoding="utf-8"))
     assert f"| `threshold` | number in [0, 1] | {json.dumps(shipped['threshold'])} |" in out  # the ranker's
 

@@ -50,21 +50,6 @@ def test_protect_dictionary_words(fake_tiny_bundle):
     assert c.edits == []  # jieba knows both words
 
 
-def test_protect_kept_words(fake_tiny_bundle):
-    """Words the real training pairs kept as written at least N times and never corrected are not edited inside."""
-    fix = fake_corrector(fake_tiny_bundle, **FORCE_EDITS)
-    fix.protections.counts.words = {"北京": (3, 0), "上海": (5, 1), "张三": (1, 0)}  # word: (kept, corrected)
-    text = "张三在北京，李四在上海"
-    everything = edited(fix.correct(text))
-    assert {0, 1, 3, 4, 9, 10} <= everything
-    for n, inside in ((0, set()), (1, {0, 1, 3, 4}), (2, {3, 4}), (4, set())):  # 上海 was corrected once: never
-        c = fix.correct(text, protect_kept_words=n)
-        check(c)
-        assert edited(c) == everything - inside, n
-    with pytest.raises(CorrectorError, match="protect_kept_words"):
-        fix.correct(text, protect_kept_words=-1)
-
-
 def test_protect_foreign_names(fake_tiny_bundle):
     """Runs of three or more characters that the corpus writes inside dot-joined names at least the given share
     of the time are not edited inside; shorter runs are."""

@@ -83,7 +83,7 @@ def test_every_decoding_setting_can_be_sent_per_request(forced_client, tiny_bund
     assert set(DecodingSettings.model_fields) == {f.name for f in fields(CorrectorConfig)} - {"batch_size"}
     text = "今天天汽很好。我们去公园散步吧。"
     settings = {"use_lm": False, "top_k": 3, "shortlist": 2, "confusions": [["汽", "气"]],
-                "protect_dictionary_words": True, "protect_kept_words": 3, "protect_foreign_names": 0.01,
+                "protect_dictionary_words": True, "protect_foreign_names": 0.01,
                 "protect_regional_forms": False}
     status, body = post(forced_client, {"text": text, **settings})
     assert status == 200

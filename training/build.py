@@ -21,6 +21,8 @@ and modification time of every file it reads from ``{data}`` or ``{init}``, and 
 reads from. So a changed setting runs that stage again and every stage that reads its output, directly or not; an
 interrupted stage runs again (the training commands resume from their checkpoints). The recipe's ``bundle`` stage's
 bundle is copied to ``OUT/bundle``, and its manifest's provenance records the recipe: name, sha256 and settings.
+``--record BUNDLE`` runs nothing and records the recipe in BUNDLE's manifest, for a bundle whose stages were run one
+by one (the shipped one: the recipe's header says where they differ from it).
 """
 
 from __future__ import annotations
@@ -268,13 +270,20 @@ class Builder:
             raise RecipeError(f"stage {self.recipe.bundle!r} left no bundle in {src}")
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(src, dest)
-        manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
-        manifest.setdefault("provenance", {})["recipe"] = {
-            "name": self.recipe.name, "sha256": self.recipe.sha256, "settings": self.recipe.settings,
-            **({"init_from": self.init_from.name} if self.init_from else {})}
-        (dest / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        record(dest, self.recipe, {"init_from": self.init_from.name} if self.init_from else {})
         print(f"== bundle: {dest} (recipe {self.recipe.name}, sha256 {self.recipe.sha256[:12]})", flush=True)  # noqa: T201
         return dest
+
+
+def record(bundle: Path, recipe: Recipe, extra: dict[str, Any]) -> None:
+    """Write the recipe (name, sha256, settings and ``extra``) into ``bundle``'s manifest, as provenance.recipe."""
+    path = bundle / "manifest.json"
+    if not path.is_file():
+        raise RecipeError(f"{bundle} has no manifest.json (a bundle folder)")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest.setdefault("provenance", {})["recipe"] = {
+        "name": recipe.name, "sha256": recipe.sha256, "settings": recipe.settings, **extra}
+    path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
 def call(cmd: list[str], stage: str) -> None:
@@ -308,13 +317,27 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--recipe", default="default", help="a recipe's name (training/recipes/NAME.toml) or a .toml path")
     ap.add_argument("--data", type=Path, default=Path("../shared/data"), help="the data folder (docs/training.md)")
-    ap.add_argument("--out", type=Path, required=True, help="folder of the stages' outputs, their records and bundle/")
+    ap.add_argument("--out", type=Path, required=False, help="folder of the stages' outputs, their records and bundle/")
     ap.add_argument("--init-from", type=Path, default=None,
                     help="a pretrained pair (a pretraining run or snapshot folder) to start pretraining from")
     ap.add_argument("--plan", action="store_true", help="print what would run, run nothing")
+    ap.add_argument("--record", type=Path, default=None, metavar="BUNDLE",
+                    help="run nothing: record the recipe in BUNDLE's manifest (a bundle whose stages were run one "
+                    "by one, as the recipe's header says)")
     args = ap.parse_args(argv)
+    if args.record is not None:
+        try:
+            record(args.record, load_recipe(args.recipe),
+                   {"recorded": "with --record: the stages were run one by one; the recipe's header lists where "
+                    "they differ from it"})
+        except RecipeError as e:
+            sys.stderr.write(f"error: {e}\n")
+            return 1
+        return 0
     try:
         recipe = load_recipe(args.recipe)
+        if args.out is None:
+            raise RecipeError("--out DIR is needed (the stages' outputs go there)")
         if not args.data.is_dir():
             raise RecipeError(f"--data {args.data} is not a folder")
         if args.init_from is not None and not (args.init_from / "discriminator").is_dir():

@@ -157,10 +157,10 @@ def evidence_section(bundle: Path, m: dict[str, Any]) -> list[str]:
     rk = m.get("ranker", {})
     if rk:
         products = rk.get("products", [])
+        synthetic = f" and {rk['synthetic_pairs']:,} synthetic ones" if rk.get("synthetic_pairs") else ""
         lines.append(f"- Ranker: a conditional logit fitted on {rk.get('train_pairs', 0):,} real training pairs"
-                     f" ({len(products)} feature products), shortlist of {rk.get('shortlist')} candidates a character;"
-                     f" threshold {rk.get('threshold')} with the LM, {rk.get('threshold_no_lm')} without,"
-                     f" chosen on the {rk.get('threshold_chosen_on', 'dev split')}"
+                     f"{synthetic} ({len(products)} feature products), shortlist of {rk.get('shortlist')} candidates a"
+                     f" character; threshold {rk.get('threshold')} with the LM, {rk.get('threshold_no_lm')} without,"
                      + _threshold_rule(rk) + ".")
     veto = _vetoes(bundle)
     if veto:
@@ -174,9 +174,15 @@ def evidence_section(bundle: Path, m: dict[str, Any]) -> list[str]:
 
 def _threshold_rule(rk: dict[str, Any]) -> str:
     rule = rk.get("threshold_rule")
+    chosen_on = f" chosen on the {rk.get('threshold_chosen_on', 'dev split')}"
     if not rule:
-        return f" at <= {pct(rk.get('max_fpr', 0))} FPR" if rk.get("max_fpr") else ""
-    return (f" (most dev F1 at <= {pct(rule['max_fpr'])} dev FPR among thresholds that change at most"
+        return chosen_on + (f" at <= {pct(rk.get('max_fpr', 0))} FPR" if rk.get("max_fpr") else "")
+    if rule.get("choose_on"):
+        return (f" chosen on the dev split and lemon_dev ({', '.join(rule['choose_on'])}): the most mean F1 of the"
+                f" five with each lemon_dev domain's correct sentences changed <= {pct(rule['max_fpr_each'])}, the"
+                f" dev split's <= {pct(rule['max_fpr'])} and the correct sentences of {rule['correct']} <="
+                f" {pct(rule['max_changed'])}")
+    return (chosen_on + f" (most dev F1 at <= {pct(rule['max_fpr'])} dev FPR among thresholds that change at most"
             f" {pct(rule['max_changed'])} of the correct sentences of {rule['correct']}; {rule['before']} without"
             " that cap)")
 
