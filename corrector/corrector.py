@@ -144,7 +144,7 @@ class Corrector:
         set of real pairs, with their kept word forms and name shares), sharing the ONNX sessions, the LM and every
         other table: the folds of cross-fitting."""
         table, counts, names = _candidate_folder(Path(candidates))
-        evidence = Evidence(self.evidence.vocab, table, self.tables, self.evidence.lm, counts=counts)
+        evidence = Evidence(self.evidence.vocab, table, self.tables, self.evidence.lm, self.evidence._words, counts=counts)
         return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker, names)
 
     @property
