@@ -8,7 +8,7 @@ gets exactly the chunks the whole text gets. So every cut falls on a chunk bound
 * preferably after sentence or clause punctuation, outside any protected word (a *soft* cut: jieba never
   joins a word across punctuation, so the piece is corrected exactly as inside the whole text);
 * where a run has no such place within the budget, at any chunk boundary (a *hard* cut). Word-level
-  protections (dictionary words, kept words, foreign names) look at the characters around a position, so
+  protections (dictionary words, foreign names) look at the characters around a position, so
   a piece cut there is run with the whole chunk before it and the whole chunk after it as context, and only
   its core is kept.
 
