@@ -108,7 +108,8 @@ class Corrector:
                 config = config.with_overrides(shortlist=int(ranker.meta["shortlist"]))  # what the ranker was chosen with
             words = bundle.file(WORDS)
             return cls.from_parts(bundle, sessions, tables, config, candidates=candidates, counts=counts,
-                                  name_shares=names, lm=char_lm, ranker=ranker, words=WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
+                                  name_shares=names, lm=char_lm, ranker=ranker,
+                                  words=WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
 
     @classmethod
     def from_parts(cls, bundle: Bundle, networks: N | Future[N], tables: SimilarityTables,
@@ -144,7 +145,7 @@ class Corrector:
         set of real pairs, with their kept word forms and name shares), sharing the ONNX sessions, the LM and every
         other table: the folds of cross-fitting."""
         table, counts, names = _candidate_folder(Path(candidates))
-        evidence = Evidence(self.evidence.vocab, table, self.tables, self.evidence.lm, self.evidence._words, counts=counts)
+        evidence = self.evidence.with_candidates(table, counts)
         return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker, names)
 
     @property

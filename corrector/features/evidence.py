@@ -71,7 +71,6 @@ class Evidence(CandidateFeatures, WordFeatures, KeptFeatures, LMFeatures):
         self.vocab = list(vocab)
         self.char_id = {t: i for i, t in enumerate(self.vocab) if len(t) == 1}
         self.table = candidates
-        self.counts = counts if counts is not None else PairCounts()
         self.lm = lm
         char_ids = CharIds(self.char_id)  # vectorised char_id lookups
         self.cand_vid = char_ids(candidates.candidate_chars())
@@ -83,7 +82,7 @@ class Evidence(CandidateFeatures, WordFeatures, KeptFeatures, LMFeatures):
         cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
         self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
         # the word forms the real training pairs keep: seen, seen_max, kept_word
-        self.kept = KeptForms(self.counts, char_ids, len(self.vocab))
+        self.kept = KeptForms(counts if counts is not None else PairCounts(), char_ids, len(self.vocab))
         # per vocab id: how often the character was written in the real training pairs (error_rate's denominator)
         self.written = np.array([candidates.written_count(t) if len(t) == 1 else 0.0 for t in self.vocab],
                                 dtype=np.float32)
@@ -114,6 +113,11 @@ class Evidence(CandidateFeatures, WordFeatures, KeptFeatures, LMFeatures):
         elif hasattr(other, "lm_vid"):
             del other.lm_vid
         return other
+
+    def with_candidates(self, candidates: CandidateTable, counts: PairCounts) -> Evidence:
+        """The same evidence over another candidate table and pair counts (a fold of cross-fitting): built again
+        from them, sharing the vocabulary, the similarity tables, the LM and the dictionary's words."""
+        return Evidence(self.vocab, candidates, self.tables, self.lm, self._words, counts)
 
     def rows(self, sites: Sites, texts: Sequence[str], shortlist: tuple[np.ndarray, ...],
              lm_ids: list[np.ndarray] | None, pairs: WordPairs | None = None) -> Rows:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..candidates import CandidateTable
 from ..dictionary import WordTable
-from ..kept_forms import KeptForms, PairCounts
+from ..kept_forms import KeptForms
 from ..similarity import SimilarityTables
 from .sites import Sites
 
@@ -18,7 +18,6 @@ class Tables:
     vocab: list[str]
     char_id: dict[str, int]  # single-character tokens -> vocab id
     table: CandidateTable  # the candidate table (real confusions, graded sound and shape)
-    counts: PairCounts  # the word forms the real training pairs keep (``kept`` indexes them)
     tables: SimilarityTables
     lm: Any  # the character LM (CharLM or KenLMCharLM), or None
     lm_vid: np.ndarray  # vocab id -> the LM's id (only with an LM)
