@@ -301,7 +301,7 @@ class StepRunner:
         self.stopped: str | None = None
         self.nonfinite_run = self.skipped = 0  # steps skipped for a non-finite loss or gradient: in a row, in all
         # fit_minutes: the schedule's length is set from the step rate measured early in this invocation so that
-        # its linear decay ends when these minutes do (a GPU machine lent for a fixed time, whose speed is unknown
+        # its linear decay ends when these minutes do (a GPU machine available for a fixed time, whose speed is unknown
         # before the first); on_schedule(max_steps) tells the caller, whose config records it
         self.fit_minutes, self.on_schedule = fit_minutes, on_schedule
         self.fit_probe = (step + FIT_PROBE[0], step + FIT_PROBE[1])

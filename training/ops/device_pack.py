@@ -1,7 +1,7 @@
 """Pack a run for a GPU machine without network access, and unpack what it sends back, within sizes the caller gives.
 
-The working tree travels to such a machine with what the run needs (``--max-mib`` bounds a part), and at most a few
-files of bounded size (``RETURN_FILE_LIMIT``) come back from its $OUT. So the corpus shards travel lzma-compressed (the sentence starts are rebuilt
+The inputs are copied to such a machine in parts of bounded size (``--max-mib`` bounds a part), and the results come
+back as a few files of bounded size (``RETURN_FILE_LIMIT``). So the corpus shards travel lzma-compressed (the sentence starts are rebuilt
 from the [SEP] after every sentence), and a pair of networks travels as two fp16 safetensors files plus one small
 tar of its configs, vocab and provenance (3 files; the discriminator of the ``cpu-g4`` shape is 15 MB in fp16).
 
@@ -29,7 +29,7 @@ import numpy as np
 from corrector.tokenize import SPECIAL_IDS
 
 MIB = 1 << 20
-RETURN_FILE_LIMIT = 16 * MIB  # the largest file that comes back from $OUT
+RETURN_FILE_LIMIT = 16 * MIB  # the largest file copied back
 PAIR_SMALL_FILES = ("config.json", "vocab.txt")
 NETS = ("discriminator", "generator")
 
@@ -48,7 +48,7 @@ def pack_data(src: Path, dst: Path, max_bytes: int, start: int = 0, preset: int 
     whole sentences up to the budget go, and the next part starts where this one ends (its meta.json says where:
     ``packed_from``, ``packed_to``). ``training.data.prepare`` shuffles the sentences, so any part is a uniform sample.
     A ``standalone`` part is a shard folder of its own (its tokens counted from 0; ``source_tokens`` says which
-    of ``src``'s it holds): a call that carries the weights of an earlier one can bring fresh text without the
+    of ``src``'s it holds): a run that starts from the weights of an earlier one can bring fresh text without the
     parts before it."""
     tokens = np.memmap(src / "train.bin", dtype=np.uint16, mode="r")
     starts = np.load(src / "train_starts.npy")
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("src", type=Path)
     p.add_argument("dst", type=Path)
     p.add_argument("--max-mib", type=float, default=56.0,
-                   help="size limit of the packed folder (the call's 64 MiB also carries the repository)")
+                   help="size limit of the packed folder (leave room for the repository copied with it)")
     p.add_argument("--start", type=int, default=0, help="first token (the previous part's packed_to)")
     p.add_argument("--standalone", action="store_true",
                    help="a shard folder of its own (tokens from --start on, counted from 0), not a continuation")

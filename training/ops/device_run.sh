@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# One call of a GPU machine without network access (docs/training.md), run there in the repository root:
+# One run on a GPU machine without network access (docs/training.md), in the repository root there:
 #
 #   bash training/ops/device_run.sh MINUTES
 #
-# Unpacks what this call carried (.carry/data*, .carry/init, .carry/csc, packed here by training.ops.device_pack),
+# Unpacks the inputs copied beside the repository (.carry/data*, .carry/init, .carry/csc, packed by training.ops.device_pack),
 # goes on with the next unfinished stage for about MINUTES (continued pretraining from the carried pair, then
-# fine-tuning on the carried CSC pairs), and leaves in $OUT what must come back, in few files of bounded size: each
+# fine-tuning on the copied CSC pairs), and leaves in $OUT what is copied back, in few files of bounded size: each
 # pair in fp16 (3 files) and logs.tar.gz. Each stage resumes from its checkpoint under runs/gpu/, which stays on the
-# machine between calls while it is kept. With PRE_MIN=M one call does both stages, each with its schedule fitted
+# machine between runs. With PRE_MIN=M one run does both stages, each with its schedule fitted
 # to its minutes (--fit-minutes), for a machine available for a fixed time. DEVICE=cpu CONFIG=debug runs the same sequence
 # on the CPU (tests/test_device_run.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MINUTES=${1:?usage: bash training/ops/device_run.sh MINUTES}
-: "${OUT:?OUT must name the folder whose files come back}"
+: "${OUT:?OUT must name the folder whose files are copied back}"
 PY=${PY:-python3}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 DEVICE=${DEVICE:-cuda}
@@ -23,7 +23,7 @@ BATCH=${BATCH:-512}             # 512 x 64 tokens a step (the CPU campaign: 64 x
 SEQ=${SEQ:-64}
 LR=${LR:-5e-4}
 WARMUP=${WARMUP:-1000}
-PRE_STEPS=${PRE_STEPS:-30000}   # the schedule's length: set it from the first call's steps/s (mutable on resume)
+PRE_STEPS=${PRE_STEPS:-30000}   # the schedule's length: set it from the first run's steps/s (mutable on resume)
 EVAL=${EVAL:-1000}
 FT_STEPS=${FT_STEPS:-20000}
 FT_LR=${FT_LR:-2e-4}
@@ -32,10 +32,10 @@ FT_DEV=${FT_DEV:-dev4.tsv}        # its held-out pairs (the dev split)
 FT_EXTRA=${FT_EXTRA:---generator-body discriminator --mask-prob 0}  # the corrector on the discriminator's body
 FT_EVAL=${FT_EVAL:-1000}
 EXTRA=${EXTRA:-}                # more training.networks.pretrain flags (e.g. --compile)
-PRE_MIN=${PRE_MIN:-}            # one call for both stages: pretrain this many minutes (the schedule fitted to
+PRE_MIN=${PRE_MIN:-}            # one run for both stages: pretrain this many minutes (the schedule fitted to
                                 # them, --fit-minutes), then fine-tune with a schedule fitted to what is left
-G=${G:-runs/gpu}                # run folders there (kept between calls while the machine is)
-CARRY=${CARRY:-.carry}          # what was sent along with the working tree (git-ignored)
+G=${G:-runs/gpu}                # run folders there (kept between runs on the same machine)
+CARRY=${CARRY:-.carry}          # the inputs copied beside the repository (git-ignored)
 RESERVE=${RESERVE:-1}           # minutes kept for packing
 
 t_end=$(( $(date +%s) + MINUTES * 60 ))
