@@ -6,9 +6,13 @@ For every character whose target differs from its source, per file:
 - ``site``: the character is a site (editable and not protected);
 - ``all``: the gold is among all its candidates (every candidate-table entry and the generator's top-k);
 - ``shortlist``: the gold is among the choices the ranker scores (the table's shortlist, the generator's top-k,
-  word pairs), i.e. the edit is reachable at all.
-Misses are tallied by pair (source -> gold) so the commonest ones can be read off. Runs the public stages
-(prepare, score) of the bundle with its default settings.
+  word pairs), i.e. the edit is reachable at all;
+- ``first``: the gold is the ranker's most probable candidate there in the first round (above the threshold
+  or not: what a lower threshold could reach);
+- ``fixed``: the decoder writes the gold there (any round, at the bundle's threshold).
+Each share is of all error characters, so the columns read as a funnel: where recall is lost. Misses are tallied
+by pair (source -> gold) so the commonest ones can be read off. Runs the public stages (prepare, score, decide) of
+the bundle with its default settings.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from corrector import Corrector
+from corrector.rank import best_candidates
 from training.data.csc_data import read_pairs
 
 
 def candidate_recall(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> dict:
-    errors = at_site = in_all = in_short = 0
+    errors = at_site = in_all = in_short = first = fixed = 0
     missed_all: Counter[str] = Counter()
     missed_short: Counter[str] = Counter()
     for b in range(0, len(pairs), batch_texts):
@@ -41,6 +46,8 @@ def candidate_recall(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: 
             err = np.array([g != s for g, s in zip(gold, source)], dtype=bool)
             if not err.any():
                 continue
+            decided = fix.decide(scored, prepared.settings)
+            best_row, _ = best_candidates(rows, decided.first, len(sites), np.ones(len(sites), dtype=bool))
             site_all, vid_all, _, _ = fix.evidence.shortlist(sites, {}, 1_000_000, prepared.settings.top_k, {})
             all_of = _choices(site_all, vid_all, len(sites), fix.vocab)
             short_of = _choices(rows.site, rows.vid, len(sites), fix.vocab)
@@ -55,8 +62,11 @@ def candidate_recall(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: 
                     in_short += 1
                 else:
                     missed_short[pair] += 1
+                first += int(best_row[s] >= 0 and fix.vocab[int(rows.vid[best_row[s]])] == gold[s])
+                fixed += int(s in decided.chosen and fix.vocab[int(rows.vid[decided.chosen[s][0]])] == gold[s])
     return {"error_chars": errors, "at_a_site": round(at_site / max(errors, 1), 4),
             "gold_in_all": round(in_all / max(errors, 1), 4), "gold_in_shortlist": round(in_short / max(errors, 1), 4),
+            "gold_first": round(first / max(errors, 1), 4), "gold_written": round(fixed / max(errors, 1), 4),
             "top_missed_all": missed_all.most_common(15), "top_missed_shortlist": missed_short.most_common(15)}
 
 
@@ -76,13 +86,14 @@ def main() -> None:
     a = ap.parse_args()
     fix = Corrector.load(a.model, threads=a.threads)
     report = {}
-    print("| file | error chars | at a site | gold among all candidates | gold among the shortlist |")
-    print("|---|---:|---:|---:|---:|")
+    print("| file | error chars | at a site | gold among all candidates | gold among the shortlist | gold ranked first "
+          "| gold written |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for path in a.data:
         r = candidate_recall(fix, read_pairs(path))
         report[path.name] = r
         print(f"| {path.name} | {r['error_chars']} | {r['at_a_site']:.1%} | {r['gold_in_all']:.1%} | "
-              f"{r['gold_in_shortlist']:.1%} |")
+              f"{r['gold_in_shortlist']:.1%} | {r['gold_first']:.1%} | {r['gold_written']:.1%} |")
     for name, r in report.items():
         print(f"\n{name}: commonest misses (all candidates): "
               + ", ".join(f"{p[0]}→{p[1]} {n}" for p, n in r["top_missed_all"]))

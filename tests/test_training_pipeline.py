@@ -362,3 +362,25 @@ def test_evaluate_sweeps_the_thresholds_asked_for(forced_bundle, tmp_path):
     res = subprocess.run([sys.executable, "-m", "training.fitting.evaluate", "--data", str(pairs), "--thresholds", "0.3"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "--thresholds needs --sweep" in res.stderr
+
+
+def test_pretraining_a_deeper_shape_from_a_stacked_pair(prepared, tmp_path):
+    first = _pretrain(prepared / "data", tmp_path / "shallow", "--max-steps", "2")
+    assert first.returncode == 0, first.stderr
+    deep = [sys.executable, "-m", "training.networks.pretrain", "--data", str(prepared / "data"), "--config",
+            "debug-deep", "--batch-size", "4", "--seq-len", "32", "--threads", "1", "--max-steps", "2",
+            "--init-from", str(tmp_path / "shallow")]
+    refused = subprocess.run([*deep, "--out", str(tmp_path / "refused")], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+    assert refused.returncode != 0 and "not a pair of this --config's shape" in refused.stderr
+    ran = subprocess.run([*deep, "--out", str(tmp_path / "deep"), "--init-stack"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    prov = json.loads((tmp_path / "deep" / "provenance.json").read_text(encoding="utf-8"))["pretraining"]
+    assert prov["init_from"]["stacked"]["discriminator"] == "2 -> 4 layers (layer i from layer i mod 2)"
+    assert prov["init_from"]["tokens_seen"] > 0 and prov["tokens_seen"] > prov["init_from"]["tokens_seen"]
+    cfg = json.loads((tmp_path / "deep" / "discriminator" / "config.json").read_text(encoding="utf-8"))
+    assert cfg["num_hidden_layers"] == 4
+    alone = subprocess.run([*deep[:-2], "--out", str(tmp_path / "alone"), "--init-stack"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert alone.returncode != 0 and "--init-stack stacks the pair of --init-from" in alone.stderr

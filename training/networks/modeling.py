@@ -51,6 +51,9 @@ CONFIGS: dict[str, ModelConfig] = {
     # shape trials (docs/experiments/2026-11-pretraining.md): the same with a generator a quarter as wide, and ELECTRA-small's depth
     "cpu-g4": ModelConfig(num_layers=6, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
     "small-cpu": ModelConfig(num_layers=12, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
+    # the debug shape twice as deep: a stacked start (training.networks.stacking) in the tests
+    "debug-deep": ModelConfig(embedding_size=32, hidden_size=64, num_layers=4, num_heads=2,
+                              generator_hidden_fraction=0.5, max_position=64),
     # ELECTRA-small (Clark et al. 2020): 12 x 256, embedding 128, generator 1/4 width
     "small": ModelConfig(),
     # ELECTRA-base: 12 x 768, embedding 768, generator 1/3 width

@@ -39,6 +39,7 @@ from .modeling import (
     warm_start_embeddings,
 )
 from .rtd_health import CollapseGuard, representation_spread, rtd_auc, rtd_skill
+from .stacking import load_stacked
 
 
 @dataclass
@@ -233,21 +234,34 @@ def fork(source: Path, out: Path) -> bool:
     return True
 
 
-def load_init_pair(model: ElectraPretrainer, init: Path) -> dict:
+def load_init_pair(model: ElectraPretrainer, init: Path, stack: bool = False) -> dict:
     """Start from another run's pair (its discriminator/ and generator/ folders): continued pretraining with a
-    schedule, batch and rate of its own (a GPU going on from a CPU run, say). Returns what the
+    schedule, batch and rate of its own (a GPU going on from a CPU run, say); with ``stack``, a deeper shape of the
+    same width starts from it by progressive stacking (``training.networks.stacking``). Returns what the
     provenance records of it: its name, tokens seen and ledger, so that ``tokens_seen`` counts from there."""
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
+    stacked: dict[str, str] = {}
     try:
-        model.disc.load_state_dict(ElectraForPreTraining.from_pretrained(
-            init / "discriminator", dtype=torch.float32).state_dict())
-        model.gen.load_state_dict(ElectraForMaskedLM.from_pretrained(init / "generator", dtype=torch.float32).state_dict())
-    except (OSError, RuntimeError) as e:
-        raise SystemExit(f"--init-from {init}: not a pair of this --config's shape ({str(e).splitlines()[0]})") from e
+        disc = ElectraForPreTraining.from_pretrained(init / "discriminator", dtype=torch.float32)
+        gen = ElectraForMaskedLM.from_pretrained(init / "generator", dtype=torch.float32)
+        if not stack:
+            model.disc.load_state_dict(disc.state_dict())
+            model.gen.load_state_dict(gen.state_dict())
+        else:
+            stacked["discriminator"] = load_stacked(model.disc, disc)
+            if gen.config.hidden_size == model.gen.config.hidden_size:
+                stacked["generator"] = load_stacked(model.gen, gen)
+            else:
+                stacked["generator"] = (f"new: the pair's is {gen.config.hidden_size} wide, this shape's "
+                                        f"{model.gen.config.hidden_size}")
+    except (OSError, RuntimeError, ValueError) as e:
+        raise SystemExit(f"--init-from {init}: not a pair of this --config's shape"
+                         + (" or a shallower one of its width" if stack else "") + f" ({str(e).splitlines()[0]})") from e
     tie_embeddings(model.gen, model.disc)
     prev = loop.read_provenance(init).get("pretraining", {})
     return {"name": init.resolve().name, "tokens_seen": int(prev.get("tokens_seen", 0)),
+            **({"stacked": stacked} if stack else {}),
             **({"ledger": prev["ledger"]} if "ledger" in prev else {}),
             **({"hardware": prev["hardware"]} if "hardware" in prev else {})}
 
@@ -255,7 +269,7 @@ def load_init_pair(model: ElectraPretrainer, init: Path) -> dict:
 def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, device: str = "auto",
           threads: int = 0, confusions_path: Path | None = None, compile_model: bool = False,
           stop_after: int = 0, given: set[str] | None = None, forking: bool = False, precision: str = "auto",
-          init_from: Path | None = None, fit_minutes: float = 0) -> dict:
+          init_from: Path | None = None, fit_minutes: float = 0, init_stack: bool = False) -> dict:
     """Pretrain into ``out`` (resuming from out/ckpt.pt). ``given``: the config fields set on the command
     line (None = all of them), which a resumed run must not silently override. ``forking``: the first
     invocation of an A/B arm, which may also change the recipe flags of ``FORK_MUTABLE``. ``init_from``: a
@@ -276,7 +290,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         raise SystemExit(f"vocab size {meta['vocab_size']} != model vocab size {model_cfg.vocab_size}")
 
     model = ElectraPretrainer(model_cfg, cfg.rtd_weight, load_confusions(confusions_path))
-    init_info = load_init_pair(model, init_from) if init_from and not resume else None
+    init_info = load_init_pair(model, init_from, init_stack) if init_from and not resume else None
     model = model.to(rt.device)
     from_scratch = resume is None and init_info is None
     if from_scratch and cfg.warm_start:
@@ -431,6 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--init-from", type=Path, default=None,
                     help="start a new run from this pair folder's networks (continued pretraining with its own "
                          "schedule, batch and rate; tokens count on from the pair's)")
+    ap.add_argument("--init-stack", action="store_true",
+                    help="with --init-from: the pair is shallower than --config (the same width); each encoder layer i "
+                         "starts as its layer i mod its depth (progressive stacking: training.networks.stacking)")
     ap.add_argument("--fork-from", type=Path, default=None,
                     help="start --out as an A/B arm from this snapshot (or run) folder's ckpt.pt; the arm may change "
                          + ", ".join("--" + m.replace("_", "-") for m in FORK_MUTABLE)
@@ -453,9 +470,11 @@ def main(argv: list[str] | None = None) -> None:
     given = loop.given_flags(build_parser(), argv) & {f.name for f in fields(PretrainConfig)}
     if args.fork_from and args.init_from:
         raise SystemExit("--fork-from and --init-from: one or the other (a fork continues a run, an init starts one)")
+    if args.init_stack and not args.init_from:
+        raise SystemExit("--init-stack stacks the pair of --init-from: give it")
     forking = fork(args.fork_from, args.out) if args.fork_from else False
     train(cfg, args.data, args.out, args.max_minutes, args.device, args.threads, args.confusions, args.compile,
-          args.stop_after, given, forking, args.precision, args.init_from, args.fit_minutes)
+          args.stop_after, given, forking, args.precision, args.init_from, args.fit_minutes, args.init_stack)
 
 
 if __name__ == "__main__":

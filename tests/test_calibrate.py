@@ -1,0 +1,102 @@
+"""training.fitting.calibrate: confidences calibrated again on more dev sets, the edits made unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corrector import Corrector
+from corrector.rank import HEURISTIC, Scorer
+
+OLD = ((0.0, 0.2, 0.6, 0.9), (0.0, 0.3, 0.7, 0.95))  # a calibration that runs high
+
+
+def edits(seed: int = 0, n: int = 4000) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities uniform on (0, 1), right with probability p**2 (a known map)."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.0, 1.0, n)
+    return p, (rng.uniform(0.0, 1.0, n) < p * p).astype(np.float64)
+
+
+def test_recalibrate_keeps_the_edits_and_learns_the_new_map():
+    from training.fitting.calibrate import recalibrate
+
+    ranker = HEURISTIC.with_scorer(True, Scorer({"keep": 1.0}, calibration=OLD)).with_threshold(True, 0.5)
+    new, done = recalibrate(ranker, True, edits())
+    old_s, new_s = ranker.pick(True), new.pick(True)
+    assert done["threshold"][0] == 0.5 and new.threshold == done["threshold"][1] != 0.5
+    grid = np.linspace(0.001, 0.999, 5000)
+    cut = old_s.uncalibrate(0.5)  # the probability the old threshold stands for
+    far = np.abs(grid - cut) > 1e-3  # (the new threshold is rounded to 4 decimals)
+    assert ((new_s.calibrate(grid) > new.threshold) == (old_s.calibrate(grid) > 0.5))[far].all()
+    # the new map is the known one, p**2, within the noise of 4,000 edits; the old one ran high
+    mid = np.array([0.3, 0.5, 0.7, 0.85])
+    assert np.abs(new_s.calibrate(mid) - mid**2).max() < 0.06
+    assert (old_s.calibrate(mid) - mid**2).min() > 0.1
+    assert new.pick(False) == ranker.pick(False) and new.threshold_no_lm == ranker.threshold_no_lm  # the other kept
+
+
+def test_recalibrate_keeps_the_calibration_where_the_threshold_is_off_the_new_knots():
+    from training.fitting.calibrate import recalibrate
+
+    p, right = edits()
+    low = p < 0.5  # edits only below the threshold's probability: nothing says what it means now
+    ranker = HEURISTIC.with_scorer(True, Scorer({"keep": 1.0}, calibration=OLD)).with_threshold(True, 0.9)
+    new, done = recalibrate(ranker, True, (p[low], right[low]))
+    assert new == ranker and "kept" in done and done["threshold"] == [0.9, 0.9]
+
+
+@pytest.mark.parametrize("use_lm", [True, False])
+def test_recalibrate_touches_only_the_scorer_asked_for(use_lm: bool):
+    from training.fitting.calibrate import recalibrate
+
+    ranker = HEURISTIC.with_scorer(use_lm, Scorer({"keep": 1.0}, calibration=OLD)).with_threshold(use_lm, 0.5)
+    new, _ = recalibrate(ranker, use_lm, edits(1))
+    assert new.pick(use_lm).calibration != OLD and new.pick(not use_lm) == ranker.pick(not use_lm)
+
+
+def test_calibrate_main_rewrites_the_confidences_of_a_bundle_and_keeps_its_edits(tiny_bundle, tmp_path: Path):
+    """On the tiny model (a ranker and threshold at which it edits the texts): calibrated on pairs where half of
+    its outputs are right, the same texts come out, with other confidences."""
+    pytest.importorskip("torch")
+    from training.fitting import calibrate
+
+    bundle = Path(shutil.copytree(tiny_bundle, tmp_path / "bundle"))
+    eager = Scorer({"keep": -3.0, "gen_lp": 1.0})  # the tiny model's candidates at probabilities about 0.13
+    fitted = replace(HEURISTIC, scorer=eager, scorer_no_lm=eager, meta={"fitted": True})
+    fitted = fitted.with_threshold(True, 0.1).with_threshold(False, 0.1)
+    (bundle / "ranker.json").write_text(json.dumps(fitted.to_dict(), ensure_ascii=False), encoding="utf-8")
+    texts = ["今天天气很好", "我们去公园散步", "明天下雨了吗", "他知道自己错", "这件事情很简单", "中国人民银行"] * 4
+    before = Corrector.load(bundle, device="cpu").correct_batch(texts)
+    assert sum(bool(r.edits) for r in before) >= len(texts) // 2
+    pairs = tmp_path / "mine.tsv"  # every other text's output is its target: those edits are right, the rest wrong
+    pairs.write_text("".join(f"{r.source}\t{r.target if i % 2 else r.source}\n" for i, r in enumerate(before)),
+                     encoding="utf-8")
+    calibrate.main(["--model", str(bundle), "--on", str(pairs), "--report", str(tmp_path / "report.json")])
+    rule = json.loads((bundle / "ranker.json").read_text(encoding="utf-8"))["meta"]["calibration_rule"]
+    assert rule["on"] == ["mine"] and json.loads((tmp_path / "report.json").read_text(encoding="utf-8")) == rule
+    assert 0.0 < rule["no_lm"]["share_right"] < 1.0 and rule["no_lm"]["edits"] >= len(texts) // 2
+    after = Corrector.load(bundle, device="cpu").correct_batch(texts)
+    assert [r.target for r in after] == [r.target for r in before]
+    if "kept" not in rule["no_lm"]:
+        assert [e.confidence for r in after for e in r.edits] != [e.confidence for r in before for e in r.edits]
+
+
+def test_calibrate_main_needs_data_for_lm_folds(tmp_path: Path):
+    from training.fitting import calibrate
+
+    with pytest.raises(SystemExit, match="--data"):
+        calibrate.main(["--model", str(tmp_path), "--on", str(tmp_path / "x.tsv"), "--fit-lm-folds", str(tmp_path)])
+
+
+def test_recalibrate_without_edits_keeps_the_calibration():
+    from training.fitting.calibrate import recalibrate
+
+    ranker = HEURISTIC.with_scorer(True, Scorer({"keep": 1.0}, calibration=OLD)).with_threshold(True, 0.5)
+    new, done = recalibrate(ranker, True, (np.zeros(0), np.zeros(0)))
+    assert new == ranker and done["edits"] == 0 and "kept" in done
