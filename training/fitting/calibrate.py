@@ -8,9 +8,8 @@
 confidence is right differs by domain (lemon_dev, 2026-11-27: applied edits were right 82% of the time in contracts,
 41% in game text, at the same mean confidence 0.79), and a confidence is what a user filters and highlights by. This
 decodes every ``--on`` set (and, with ``--data``, the dev split, each pair with the LM fold that did not count it)
-at threshold 0.05 with the probabilities uncalibrated, pools their edits, and
-fits the isotonic regression of "the edit is right" on the probability (``ranker.fit_isotonic``, its smallest block
-chosen by two-fold cross-fitting). Both scorers (with and without the LM) are calibrated again, and each threshold
+at threshold 0.05 with the probabilities uncalibrated, pools their edits, and fits the isotonic regression of "the
+edit is right" on the probability (``ranker.fit_isotonic``, its smallest block chosen by two-fold cross-fitting). Both scorers (with and without the LM) are calibrated again, and each threshold
 moves with its calibration (the same probability, its new confidence), so the same edits are made: only what a
 confidence means changes (a scorer whose threshold's probability falls outside the new knots, where the map is
 flat, keeps its calibration). Writes the bundle's ranker.json, the rule in its meta.
