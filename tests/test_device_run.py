@@ -1,5 +1,5 @@
 """What a GPU machine without network access gets and gives back: packing within the sizes given, continued
-pretraining from a carried pair, and training/ops/device_run.sh's whole sequence run on the CPU with the debug shape."""
+pretraining from a copied pair, and training/ops/device_run.sh's whole sequence run on the CPU with the debug shape."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_data_travels_in_parts_that_rebuild_the_shards_exactly(prepared, tmp_pat
     with pytest.raises(SystemExit, match="in order"):
         device_pack.unpack_data(tmp_path / "data2", out)
     device_pack.unpack_data(tmp_path / "data1", out)
-    assert device_pack.unpack_data(tmp_path / "data1", out)["skipped"]  # a part carried again is not appended twice
+    assert device_pack.unpack_data(tmp_path / "data1", out)["skipped"]  # a part copied again is not appended twice
     device_pack.unpack_data(tmp_path / "data2", out)
     for name in ("train.bin", "val.bin"):
         assert (out / name).read_bytes() == (prepared / name).read_bytes()
@@ -112,34 +112,34 @@ def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_pa
     assert wrong.returncode != 0 and "not a pair of this --config's shape" in wrong.stderr
 
 
-def carry_pair_and_csc(pair: Path, carry: Path, tmp_path: Path) -> None:
-    """What every call carries besides the shards: the pair to continue from and the CSC pairs (train4, dev4)."""
-    device_pack.pack_pair(pair, carry / "init")
+def pair_and_csc_inputs(pair: Path, inputs: Path, tmp_path: Path) -> None:
+    """What every run gets besides the shards: the pair to continue from and the CSC pairs (train4, dev4)."""
+    device_pack.pack_pair(pair, inputs / "init")
     pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in SENTENCES) * 3
     (tmp_path / "train4.tsv").write_text(pairs, encoding="utf-8")
     (tmp_path / "dev4.tsv").write_text(pairs, encoding="utf-8")
-    device_pack.pack_files(carry / "csc", [tmp_path / "train4.tsv", tmp_path / "dev4.tsv"])
+    device_pack.pack_files(inputs / "csc", [tmp_path / "train4.tsv", tmp_path / "dev4.tsv"])
 
 
 def device_run(minutes: int, env: dict) -> subprocess.CompletedProcess:
-    """training/ops/device_run.sh as a call runs it, on this CPU; it must succeed."""
+    """training/ops/device_run.sh as a GPU machine runs it, on this CPU; it must succeed."""
     res = subprocess.run(["bash", "training/ops/device_run.sh", str(minutes)], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, **env}, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     return res
 
 
-def test_device_run_goes_from_carried_packs_to_what_comes_back(prepared, pair, tmp_path):
-    """The device call's script, on the CPU: two calls, as two 10-minute calls of the lent machine would go —
-    the first pretrains from the carried pair (data in two parts), the second finishes it and fine-tunes."""
-    carry, out, g = tmp_path / "carry", tmp_path / "out", tmp_path / "gpu"
-    first = device_pack.pack_data(prepared, carry / "data1", max_bytes=1, chunk_sentences=5)
-    device_pack.pack_data(prepared, carry / "data2", max_bytes=1 << 30, start=first["to"])
-    carry_pair_and_csc(pair, carry, tmp_path)
-    env = {"OUT": str(out), "G": str(g), "CARRY": str(carry), "PY": sys.executable, "DEVICE": "cpu",
+def test_device_run_goes_from_copied_packs_to_what_comes_back(prepared, pair, tmp_path):
+    """The GPU machine's script, on the CPU: two runs, as two 10-minute runs on a GPU machine would go —
+    the first pretrains from the copied pair (data in two parts), the second finishes it and fine-tunes."""
+    inputs, out, g = tmp_path / "inputs", tmp_path / "out", tmp_path / "gpu"
+    first = device_pack.pack_data(prepared, inputs / "data1", max_bytes=1, chunk_sentences=5)
+    device_pack.pack_data(prepared, inputs / "data2", max_bytes=1 << 30, start=first["to"])
+    pair_and_csc_inputs(pair, inputs, tmp_path)
+    env = {"OUT": str(out), "G": str(g), "INPUTS": str(inputs), "PY": sys.executable, "DEVICE": "cpu",
            "PRECISION": "fp32", "CONFIG": "debug", "BATCH": "4", "SEQ": "32", "WARMUP": "1", "PRE_STEPS": "4",
            "EVAL": "2", "FT_STEPS": "3", "FT_EVAL": "2", "RESERVE": "0", "EXTRA": "--stop-after 2 --threads 1"}
-    device_run(5, env)  # the first call: data and pair unpacked, 2 of the 4 pretraining steps (--stop-after), no fine-tuning yet
+    device_run(5, env)  # the first run: data and pair unpacked, 2 of the 4 pretraining steps (--stop-after), no fine-tuning yet
     assert (g / "data" / "train.bin").read_bytes() == (prepared / "train.bin").read_bytes()
     assert sorted(p.name for p in out.rglob("*") if p.is_file()) == [
         "discriminator.safetensors", "generator.safetensors", "logs.tar.gz", "pair.tar"]
@@ -165,22 +165,22 @@ def test_device_run_goes_from_carried_packs_to_what_comes_back(prepared, pair, t
     assert {"pre/metrics.jsonl", "pre/ledger.json", "ft/metrics.jsonl"} <= set(names)
 
 
-def test_one_call_runs_both_stages_each_fitted_to_its_minutes(prepared, pair, tmp_path):
-    """PRE_MIN: one call pretrains for PRE_MIN minutes with the schedule fitted to them (--fit-minutes), then
+def test_one_run_does_both_stages_each_fitted_to_its_minutes(prepared, pair, tmp_path):
+    """PRE_MIN: one run pretrains for PRE_MIN minutes with the schedule fitted to them (--fit-minutes), then
     fine-tunes with a schedule fitted to what is left, and both pairs come back. How many steps fit in the minutes
     depends on this machine's speed at the time, so only what does not is checked here; the fitting itself is
     test_the_schedule_is_fitted_to_its_minutes_from_the_measured_step_rate, on a clock the test sets."""
-    carry, out, g = tmp_path / "carry", tmp_path / "out", tmp_path / "gpu"
-    device_pack.pack_data(prepared, carry / "data1", max_bytes=1 << 30)
-    carry_pair_and_csc(pair, carry, tmp_path)
-    env = {"OUT": str(out), "G": str(g), "CARRY": str(carry), "PY": sys.executable, "DEVICE": "cpu",
+    inputs, out, g = tmp_path / "inputs", tmp_path / "out", tmp_path / "gpu"
+    device_pack.pack_data(prepared, inputs / "data1", max_bytes=1 << 30)
+    pair_and_csc_inputs(pair, inputs, tmp_path)
+    env = {"OUT": str(out), "G": str(g), "INPUTS": str(inputs), "PY": sys.executable, "DEVICE": "cpu",
            "PRECISION": "fp32", "CONFIG": "debug", "BATCH": "4", "SEQ": "32", "WARMUP": "1", "PRE_STEPS": "100000",
            "EVAL": "1000", "FT_STEPS": "100000", "FT_EVAL": "1000", "FT_WARMUP": "1", "FT_BATCH": "4",
            "RESERVE": "0", "FT_STARTUP_MIN": "0.05", "PRE_MIN": "0.15", "EXTRA": "--threads 1"}
     res = device_run(1, env)
     assert "pretrain, the schedule fitted to 0.15 min" in res.stdout
     (ft_min,) = re.findall(r"fine-tune, the schedule fitted to ([0-9.]+) min", res.stdout)
-    assert 0.2 <= float(ft_min) <= 1 - 0.05  # what is left of the call's minute, less FT_STARTUP_MIN; at least 0.2
+    assert 0.2 <= float(ft_min) <= 1 - 0.05  # what is left of the run's minute, less FT_STARTUP_MIN; at least 0.2
     pre = json.loads((g / "pre" / "provenance.json").read_text())["pretraining"]
     ft = json.loads((g / "ft" / "provenance.json").read_text())
     assert 0 < pre["step"] < 100000 and 0 < ft["finetune"]["steps"] < 100000  # both ended on their minutes

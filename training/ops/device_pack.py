@@ -5,12 +5,12 @@ back as a few files of bounded size (``RETURN_FILE_LIMIT``). So the corpus shard
 from the [SEP] after every sentence), and a pair of networks travels as two fp16 safetensors files plus one small
 tar of its configs, vocab and provenance (3 files; the discriminator of the ``cpu-g4`` shape is 15 MB in fp16).
 
-    python -m training.ops.device_pack data runs/data .carry/data1 --max-mib 38      # here: a first part ...
-    python -m training.ops.device_pack data runs/data .carry/data2 --start N         # ... the rest (N: its packed_to)
-    python -m training.ops.device_pack pair runs/campaign .carry/init                # the pair to continue from
-    python -m training.ops.device_pack files .carry/csc runs/csc/train4.tsv runs/csc/dev4.tsv
-    python -m training.ops.device_pack unpack-data .carry/data1 runs/gpu/data        # there (training/ops/device_run.sh)
-    python -m training.ops.device_pack unpack-pair FILES_AT/pre runs/gpu_pre          # here, with what came back
+    python -m training.ops.device_pack data runs/data .inputs/data1 --max-mib 38      # here: a first part ...
+    python -m training.ops.device_pack data runs/data .inputs/data2 --start N         # ... the rest (N: its packed_to)
+    python -m training.ops.device_pack pair runs/campaign .inputs/init                # the pair to continue from
+    python -m training.ops.device_pack files .inputs/csc runs/csc/train4.tsv runs/csc/dev4.tsv
+    python -m training.ops.device_pack unpack-data .inputs/data1 runs/gpu/data        # there (training/ops/device_run.sh)
+    python -m training.ops.device_pack unpack-pair RETURNED/pre runs/gpu_pre          # here, with what came back
 
 lzma is in Python's standard library on both machines; nothing here needs torch.
 """

@@ -3,8 +3,8 @@
 #
 #   bash training/ops/device_run.sh MINUTES
 #
-# Unpacks the inputs copied beside the repository (.carry/data*, .carry/init, .carry/csc, packed by training.ops.device_pack),
-# goes on with the next unfinished stage for about MINUTES (continued pretraining from the carried pair, then
+# Unpacks the inputs copied beside the repository (.inputs/data*, .inputs/init, .inputs/csc, packed by training.ops.device_pack),
+# goes on with the next unfinished stage for about MINUTES (continued pretraining from the copied pair, then
 # fine-tuning on the copied CSC pairs), and leaves in $OUT what is copied back, in few files of bounded size: each
 # pair in fp16 (3 files) and logs.tar.gz. Each stage resumes from its checkpoint under runs/gpu/, which stays on the
 # machine between runs. With PRE_MIN=M one run does both stages, each with its schedule fitted
@@ -18,7 +18,7 @@ PY=${PY:-python3}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 DEVICE=${DEVICE:-cuda}
 PRECISION=${PRECISION:-bf16}
-CONFIG=${CONFIG:-cpu-g4}        # the carried pair's shape (the CPU campaign's; the bundle's speed rests on it)
+CONFIG=${CONFIG:-cpu-g4}        # the copied pair's shape (the CPU campaign's; the bundle's speed rests on it)
 BATCH=${BATCH:-512}             # 512 x 64 tokens a step (the CPU campaign: 64 x 64)
 SEQ=${SEQ:-64}
 LR=${LR:-5e-4}
@@ -35,7 +35,7 @@ EXTRA=${EXTRA:-}                # more training.networks.pretrain flags (e.g. --
 PRE_MIN=${PRE_MIN:-}            # one run for both stages: pretrain this many minutes (the schedule fitted to
                                 # them, --fit-minutes), then fine-tune with a schedule fitted to what is left
 G=${G:-runs/gpu}                # run folders there (kept between runs on the same machine)
-CARRY=${CARRY:-.carry}          # the inputs copied beside the repository (git-ignored)
+INPUTS=${INPUTS:-.inputs}       # the inputs copied beside the repository (git-ignored)
 RESERVE=${RESERVE:-1}           # minutes kept for packing
 
 t_end=$(( $(date +%s) + MINUTES * 60 ))
@@ -48,18 +48,18 @@ stamp() { echo "== $(date -u +%FT%TZ) $*"; }
 
 [ "$DEVICE" = cuda ] && { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true; }
 mkdir -p "$G"
-for part in "$CARRY"/data*; do  # parts of the corpus shards, appended in the order they arrive
+for part in "$INPUTS"/data*; do  # parts of the corpus shards, appended in the order they arrive
     [ -f "$part/meta.json" ] || continue
     stamp "unpack $part"
     "$PY" -m training.ops.device_pack unpack-data "$part" "$G/data"
 done
-if [ -f "$CARRY/init/pair.tar" ] && [ ! -d "$G/init/discriminator" ]; then
-    stamp "unpack $CARRY/init"
-    "$PY" -m training.ops.device_pack unpack-pair "$CARRY/init" "$G/init"
+if [ -f "$INPUTS/init/pair.tar" ] && [ ! -d "$G/init/discriminator" ]; then
+    stamp "unpack $INPUTS/init"
+    "$PY" -m training.ops.device_pack unpack-pair "$INPUTS/init" "$G/init"
 fi
-if [ -d "$CARRY/csc" ] && [ ! -f "$G/csc/$FT_DEV" ]; then
-    stamp "unpack $CARRY/csc"
-    "$PY" -m training.ops.device_pack unpack-files "$CARRY/csc" "$G/csc"
+if [ -d "$INPUTS/csc" ] && [ ! -f "$G/csc/$FT_DEV" ]; then
+    stamp "unpack $INPUTS/csc"
+    "$PY" -m training.ops.device_pack unpack-files "$INPUTS/csc" "$G/csc"
 fi
 
 pack() {
