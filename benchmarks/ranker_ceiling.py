@@ -25,26 +25,22 @@ from pathlib import Path
 import numpy as np
 
 from corrector import Corrector
-from corrector.features import COL, FEATURES
+from corrector.features import FEATURES, Rows
+from corrector.rank import Scorer, best_candidates, choice_probs
 from training.data.csc_data import read_pairs
 from training.fitting.ranker import PRODUCTS, Table, blended, extract, fit_blend, fit_conditional_logit
 
 DOMAINS = ("enc", "mec", "cot", "gam")
 
 
-def first_round(t: Table, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per site: the probability of its best candidate (softmax over the site's rows) and whether it is the gold
-    of an erroneous character."""
+def first_round(t: Table, scorer: Scorer) -> tuple[np.ndarray, np.ndarray]:
+    """Per site: the probability of its best candidate under ``scorer`` (the decoder's ``choice_probs`` and
+    ``best_candidates``) and whether it is the gold of an erroneous character (at a correct character the gold is
+    the keep row, so every candidate there is a wrong edit)."""
     n = len(t.erroneous)
-    starts = np.searchsorted(t.site, np.arange(n))
-    m = np.maximum.reduceat(score, starts)
-    e = np.exp(score - m[t.site])
-    p = e / np.add.reduceat(e, starts)[t.site]
-    cand = t.X[:, COL["keep"]] == 0
-    order = np.lexsort((-np.where(cand, p, -1.0), t.site))
-    top = order[np.concatenate(([True], t.site[order][1:] != t.site[order][:-1]))]
-    # at a correct character the gold is the keep row, so every candidate there is a wrong edit
-    return np.where(cand[top], p[top], 0.0), cand[top] & t.label[top] & t.erroneous
+    rows = Rows(t.site, np.zeros(len(t.site), dtype=np.int64), t.X)
+    best_row, best_p = best_candidates(rows, choice_probs(rows, scorer, n), n, np.ones(n, dtype=bool))
+    return best_p, (best_row >= 0) & t.label[np.maximum(best_row, 0)] & t.erroneous
 
 
 def right_at(p: np.ndarray, right: np.ndarray, wrong_budget: int) -> int:
@@ -79,11 +75,11 @@ def main() -> None:
           "with 8 hidden units |\n|---|---:|---:|---:|---:|")
     for held in DOMAINS:
         t = tables[held]
-        p, right = first_round(t, shipped.score(t.X))
+        p, right = first_round(t, shipped)
         made = p > threshold
         wrong = int((made & ~right).sum())
         fits = Table.concat([tables[k] for k in tables if k != held])
-        got = [right_at(*first_round(t, fit_conditional_logit(fits, names, hidden=h).score(t.X)), wrong)
+        got = [right_at(*first_round(t, fit_conditional_logit(fits, names, hidden=h)), wrong)
                for h in (0, 8)]
         print(f"| {held} | {int(t.erroneous.sum())} | {int((made & right).sum())} / {wrong} | {got[0]} | {got[1]} |",
               flush=True)
