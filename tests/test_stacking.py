@@ -72,3 +72,18 @@ def test_a_generator_of_another_width_starts_new(tmp_path):
     assert info["stacked"]["discriminator"].startswith("2 -> 4 layers")
     with pytest.raises(SystemExit, match="or a shallower one of its width"):  # another width: nothing to stack
         load_init_pair(ElectraPretrainer(get_config("debug-deep", hidden_size=128), rtd_weight=50.0), src, stack=True)
+
+
+def test_the_shards_must_share_the_pairs_vocabulary(tmp_path):
+    from training.networks.modeling import get_config
+    from training.networks.pretrain import ElectraPretrainer, load_init_pair
+
+    src = pair(tmp_path)  # its vocab.txt: [PAD]
+    same = tmp_path / "same.txt"
+    same.write_text("[PAD]\n", encoding="utf-8")
+    load_init_pair(ElectraPretrainer(get_config("debug"), rtd_weight=50.0), src, vocab=same)
+    (src / "discriminator" / "vocab.txt").write_text("[PAD]\n##ay\n##pu\n", encoding="utf-8")
+    other = tmp_path / "other.txt"
+    other.write_text("[PAD]\n##pu\n##ay\n", encoding="utf-8")  # two pieces in the other order
+    with pytest.raises(SystemExit, match=r"differ \(2 ids; id 1 is '##ay' to the pair and '##pu' to the shards\)"):
+        load_init_pair(ElectraPretrainer(get_config("debug"), rtd_weight=50.0), src, vocab=other)

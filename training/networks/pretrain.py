@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from corrector.tokenize import SPECIAL_IDS
+from corrector.tokenize import SPECIAL_IDS, read_vocab_list
 
 from ..data.shards import TokenWindows, load_meta, load_vocab_list
 from . import loop
@@ -234,13 +234,30 @@ def fork(source: Path, out: Path) -> bool:
     return True
 
 
-def load_init_pair(model: ElectraPretrainer, init: Path, stack: bool = False) -> dict:
+def check_same_vocab(pair_vocab: Path, data_vocab: Path) -> None:
+    """SystemExit unless the pair's vocab.txt and the shards' are the same list (the same token at every id)."""
+    try:
+        a, b = read_vocab_list(pair_vocab), read_vocab_list(data_vocab)
+    except OSError as e:
+        raise SystemExit(f"cannot compare vocabularies: {e}") from None
+    if a != b:
+        moved = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        where = f"id {moved[0]} is {a[moved[0]]!r} to the pair and {b[moved[0]]!r} to the shards" if moved else \
+            f"{len(a)} against {len(b)} entries"
+        raise SystemExit(f"--init-from: {pair_vocab} and {data_vocab} differ ({len(moved)} ids; {where}): prepare the "
+                         f"shards with `python -m training.data.prepare ... --vocab {pair_vocab}`")
+
+
+def load_init_pair(model: ElectraPretrainer, init: Path, stack: bool = False, vocab: Path | None = None) -> dict:
     """Start from another run's pair (its discriminator/ and generator/ folders): continued pretraining with a
     schedule, batch and rate of its own (a GPU going on from a CPU run, say); with ``stack``, a deeper shape of the
-    same width starts from it by progressive stacking (``training.networks.stacking``). Returns what the
-    provenance records of it: its name, tokens seen and ledger, so that ``tokens_seen`` counts from there."""
+    same width starts from it by progressive stacking (``training.networks.stacking``). ``vocab``: the shards'
+    vocab.txt, which must be the pair's (a token id means one token to both). Returns what the provenance records
+    of it: its name, tokens seen and ledger, so that ``tokens_seen`` counts from there."""
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
+    if vocab is not None:
+        check_same_vocab(init / "discriminator" / "vocab.txt", vocab)
     stacked: dict[str, str] = {}
     try:
         disc = ElectraForPreTraining.from_pretrained(init / "discriminator", dtype=torch.float32)
@@ -290,7 +307,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
         raise SystemExit(f"vocab size {meta['vocab_size']} != model vocab size {model_cfg.vocab_size}")
 
     model = ElectraPretrainer(model_cfg, cfg.rtd_weight, load_confusions(confusions_path))
-    init_info = load_init_pair(model, init_from, init_stack) if init_from and not resume else None
+    init_info = load_init_pair(model, init_from, init_stack, data / "vocab.txt") if init_from and not resume else None
     model = model.to(rt.device)
     from_scratch = resume is None and init_info is None
     if from_scratch and cfg.warm_start:
