@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -198,7 +199,7 @@ def main() -> None:
             q = min(max(p, 1e-6), 1 - 1e-6)
             rows.append({"file": path.name, "right": cand == gold and src != gold, "p_logit": float(np.log(q / (1 - q))),
                          "mlm_candidate": mc, "mlm_written": ms, "mlm_gain": mc - ms})
-    report = {"recall": recall, "decisions": len(rows), "right": int(sum(r["right"] for r in rows)),
+    report: dict[str, Any] = {"recall": recall, "decisions": len(rows), "right": int(sum(r["right"] for r in rows)),
               "decoder": separation(rows, ["p_logit"]),
               "decoder_and_masked_lm": separation(rows, ["p_logit", "mlm_candidate", "mlm_written", "mlm_gain"])}
     print(f"\n{report['decisions']} decisions ({report['right']} right edits), each file by a fit on the others:")
