@@ -20,50 +20,77 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from corrector import Corrector
 from corrector.rank import best_candidates
+from corrector.stages import Decided, Scored
 from training.data.csc_data import read_pairs
 
 
-def candidate_recall(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> dict:
-    errors = at_site = in_all = in_short = first = fixed = 0
-    missed_all: Counter[str] = Counter()
-    missed_short: Counter[str] = Counter()
+@dataclass(frozen=True)
+class GoldView:
+    """One batch through the bundle's public stages, with what each of its sites should be."""
+
+    scored: Scored
+    decided: Decided
+    text: list[int]  # per site: the index of its text in the pairs ...
+    pos: list[int]  # ... its position in that text ...
+    source: list[str]  # ... the character written there ...
+    gold: list[str]  # ... and the target's
+    all_of: list[set[str]]  # per site: the characters among all its candidates (no shortlist cut)
+    best_row: np.ndarray  # per site: the first round's most probable candidate row (-1: none) ...
+    best_p: np.ndarray  # ... and its probability
+
+    def reached(self, s: int, choices: list[set[str]]) -> bool:
+        """The gold of site ``s`` is among ``choices[s]``, or is the character as the model reads it (a traditional
+        character's simplified view)."""
+        return self.gold[s] in choices[s] or self.gold[s] == self.scored.sites.src[s]
+
+
+def gold_views(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> Iterator[GoldView]:
+    """Every batch of ``pairs`` through the bundle's public stages (prepare, score, decide), default settings."""
     for b in range(0, len(pairs), batch_texts):
         part = pairs[b : b + batch_texts]
         prepared = fix.prepare([s for s, _ in part])
-        errors += sum(a != g for s, t in part for a, g in zip(s, t))
         for scored in fix.score(prepared):
-            sites, rows = scored.sites, scored.rows
-            gold = [part[scored.chunks[c].text_index][1][scored.chunks[c].start + i]
-                    for c, i in zip(sites.chunk.tolist(), sites.char.tolist())]
-            source = [part[scored.chunks[c].text_index][0][scored.chunks[c].start + i]
-                      for c, i in zip(sites.chunk.tolist(), sites.char.tolist())]
-            err = np.array([g != s for g, s in zip(gold, source)], dtype=bool)
-            if not err.any():
-                continue
+            sites = scored.sites
+            text = [b + scored.chunks[c].text_index for c in sites.chunk.tolist()]
+            pos = [scored.chunks[c].start + i for c, i in zip(sites.chunk.tolist(), sites.char.tolist())]
             decided = fix.decide(scored, prepared.settings)
-            best_row, _ = best_candidates(rows, decided.first, len(sites), np.ones(len(sites), dtype=bool))
+            best_row, best_p = best_candidates(scored.rows, decided.first, len(sites), np.ones(len(sites), dtype=bool))
             site_all, vid_all, _, _ = fix.evidence.shortlist(sites, {}, 1_000_000, prepared.settings.top_k, {})
-            all_of = _choices(site_all, vid_all, len(sites), fix.vocab)
-            short_of = _choices(rows.site, rows.vid, len(sites), fix.vocab)
-            for s in np.flatnonzero(err).tolist():
-                at_site += 1
-                pair = source[s] + gold[s]
-                if gold[s] in all_of[s] or gold[s] == sites.src[s]:
-                    in_all += 1
-                else:
-                    missed_all[pair] += 1
-                if gold[s] in short_of[s] or gold[s] == sites.src[s]:
-                    in_short += 1
-                else:
-                    missed_short[pair] += 1
-                first += int(best_row[s] >= 0 and fix.vocab[int(rows.vid[best_row[s]])] == gold[s])
-                fixed += int(s in decided.chosen and fix.vocab[int(rows.vid[decided.chosen[s][0]])] == gold[s])
+            yield GoldView(scored, decided, text, pos, [pairs[t][0][i] for t, i in zip(text, pos)],
+                           [pairs[t][1][i] for t, i in zip(text, pos)], _choices(site_all, vid_all, len(sites), fix.vocab),
+                           best_row, best_p)
+
+
+def candidate_recall(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> dict:
+    errors = sum(a != g for s, t in pairs for a, g in zip(s, t))
+    at_site = in_all = in_short = first = fixed = 0
+    missed_all: Counter[str] = Counter()
+    missed_short: Counter[str] = Counter()
+    for v in gold_views(fix, pairs, batch_texts):
+        rows = v.scored.rows
+        short_of = _choices(rows.site, rows.vid, len(v.gold), fix.vocab)
+        for s, (source, gold) in enumerate(zip(v.source, v.gold)):
+            if source == gold:
+                continue
+            at_site += 1
+            if v.reached(s, v.all_of):
+                in_all += 1
+            else:
+                missed_all[source + gold] += 1
+            if v.reached(s, short_of):
+                in_short += 1
+            else:
+                missed_short[source + gold] += 1
+            first += int(v.best_row[s] >= 0 and fix.vocab[int(rows.vid[v.best_row[s]])] == gold)
+            fixed += int(s in v.decided.chosen and fix.vocab[int(rows.vid[v.decided.chosen[s][0]])] == gold)
     return {"error_chars": errors, "at_a_site": round(at_site / max(errors, 1), 4),
             "gold_in_all": round(in_all / max(errors, 1), 4), "gold_in_shortlist": round(in_short / max(errors, 1), 4),
             "gold_first": round(first / max(errors, 1), 4), "gold_written": round(fixed / max(errors, 1), 4),

@@ -28,41 +28,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from candidate_recall import gold_views  # type: ignore[import-not-found]  # run as a script
 
 from corrector import Corrector
-from corrector.rank import best_candidates
 from training.data.csc_data import read_pairs
 
 WINDOW = 40  # characters either side of the masked one
 MIN_P = 0.05  # a site's best candidate above this probability is a decision worth scoring
 
 
-def decoder_view(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 256) -> tuple[list, list]:
+def decoder_view(fix: Corrector, pairs: list[tuple[str, str]]) -> tuple[list, list]:
     """(error characters: (text, position, gold, gold among all candidates), decisions: (text, position, source,
     best candidate, gold, its first-round probability)) of one file, from the bundle's public stages."""
     errors, decisions = [], []
-    for b in range(0, len(pairs), batch_texts):
-        part = pairs[b : b + batch_texts]
-        prepared = fix.prepare([s for s, _ in part])
-        for scored in fix.score(prepared):
-            sites, rows = scored.sites, scored.rows
-            decided = fix.decide(scored, prepared.settings)
-            n = len(sites)
-            best_row, best_p = best_candidates(rows, decided.first, n, np.ones(n, dtype=bool))
-            site_all, vid_all, _, _ = fix.evidence.shortlist(sites, {}, 1_000_000, prepared.settings.top_k, {})
-            proposed = set(zip(site_all.tolist(), vid_all.tolist()))
-            for s in range(n):
-                chunk = scored.chunks[int(sites.chunk[s])]
-                src, tgt = part[chunk.text_index]
-                i = chunk.start + int(sites.char[s])
-                if len(src) != len(tgt):
-                    continue
-                t = b + chunk.text_index
-                if src[i] != tgt[i]:
-                    gid = fix.evidence.char_id.get(tgt[i], -1)
-                    errors.append((t, i, tgt[i], (s, gid) in proposed or tgt[i] == sites.src[s]))
-                if best_p[s] > MIN_P:
-                    decisions.append((t, i, src[i], fix.vocab[int(rows.vid[best_row[s]])], tgt[i], float(best_p[s])))
+    for v in gold_views(fix, pairs):
+        for s, (t, i, source, gold) in enumerate(zip(v.text, v.pos, v.source, v.gold)):
+            if source != gold:
+                errors.append((t, i, gold, v.reached(s, v.all_of)))
+            if v.best_p[s] > MIN_P:
+                best = fix.vocab[int(v.scored.rows.vid[v.best_row[s]])]
+                decisions.append((t, i, source, best, gold, float(v.best_p[s])))
     return errors, decisions
 
 
