@@ -2,6 +2,7 @@
 
     python -m training.data.prepare --corpus ../shared/data/corpus --out runs/data
 
+The same corpus always gives the same vocab (its word pieces: training.data.wordpiece).
 Writes to OUT: vocab.txt, char_freq.tsv, sentences.txt (normalised, one per line),
 train.bin / val.bin (uint16 token stream, every sentence followed by [SEP]),
 train_starts.npy / val_starts.npy (sentence start offsets) and meta.json.
@@ -24,6 +25,8 @@ from tqdm import tqdm
 
 from corrector.text import chunk_spans, cjk_count, is_cjk, split_sentences
 from corrector.tokenize import SPECIAL_IDS, VOCAB_SIZE, build_tokenizer, read_vocab_list
+
+from .wordpiece import pieces, word_counts
 
 _WS = re.compile(r"\s+")
 
@@ -61,9 +64,6 @@ def sentences(line: str, max_chars: int = 126, min_cjk: int = 4) -> Iterator[str
 
 def build_vocab(char_freq: collections.Counter[str], sents: list[str], extra_chars: Iterable[str]) -> list[str]:
     """BERT-Chinese layout: [PAD], [unused1..99], [UNK], [CLS], [SEP], [MASK], characters, word pieces."""
-    from tokenizers import Tokenizer, normalizers, pre_tokenizers, trainers
-    from tokenizers.models import WordPiece
-
     vocab = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert vocab.index("[MASK]") == SPECIAL_IDS["[MASK]"]
     seen = set(vocab)
@@ -84,18 +84,11 @@ def build_vocab(char_freq: collections.Counter[str], sents: list[str], extra_cha
     for c, n in char_freq.most_common():
         if n >= 20 and not c.isspace():
             add(c.lower())
-    # word pieces for the non-CJK words (Latin words, numbers) from the WordPiece trainer
-    wp = Tokenizer(WordPiece(unk_token="[UNK]"))
-    wp.normalizer = normalizers.BertNormalizer(handle_chinese_chars=True, lowercase=True, strip_accents=False)
-    wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=VOCAB_SIZE, min_frequency=5, special_tokens=["[UNK]"], show_progress=False
-    )
-    wp.train_from_iterator((s for s in sents if not all(is_cjk(c) for c in s)), trainer=trainer)
-    # the trainer numbers its one-character alphabet in hash order: sort that part by the piece itself
-    pieces = sorted(wp.get_vocab().items(),
-                    key=lambda kv: (0, kv[0], 0) if len(kv[0].removeprefix("##")) == 1 else (1, "", kv[1]))
-    for tok, _ in pieces:
+    # word pieces for the non-CJK words (Latin words, numbers): their alphabet, then the pieces in the order they are
+    # learnt (training.data.wordpiece: the same corpus always gives the same pieces)
+    for tok in pieces(word_counts([s for s in sents if not all(is_cjk(c) for c in s)]), VOCAB_SIZE, min_frequency=5):
+        if len(vocab) >= VOCAB_SIZE:
+            break
         if not any(is_cjk(c) for c in tok):
             add(tok)
     i = 100

@@ -1,0 +1,42 @@
+"""The word pieces of training.data.wordpiece: BPE merges with ## continuations, ties broken by the pieces."""
+
+import collections
+import random
+
+from corrector.tokenize import VOCAB_SIZE
+from training.data.prepare import build_vocab
+from training.data.wordpiece import pieces, word_counts
+
+
+def test_merges_in_order_of_frequency_ties_to_the_smaller_pair():
+    counts = collections.Counter({"abab": 10, "ab": 3, "cd": 6})
+    # pairs: (a, ##b) 13; then (##a, ##b) and (ab, ##a) 10 each: the smaller pair ("##a" < "ab") goes first
+    assert list(pieces(counts, 100, min_frequency=5)) == ["##a", "##b", "##d", "a", "c", "ab", "##ab", "abab", "cd"]
+    assert list(pieces(counts, 100, min_frequency=7))[-1] == "abab"  # (c, ##d) occurs 6 times: never merged
+    assert list(pieces(counts, 6, min_frequency=1)) == ["##a", "##b", "##d", "a", "c", "ab"]
+
+
+def test_the_same_pieces_whatever_the_order_of_the_words():
+    rng = random.Random(0)
+    words = ["".join(rng.choice("abcde12") for _ in range(rng.randint(1, 6))) for _ in range(400)]
+    counts = collections.Counter(rng.choice(words) for _ in range(5000))
+    shuffled = list(counts.items())
+    rng.shuffle(shuffled)
+    assert list(pieces(counts, 200)) == list(pieces(collections.Counter(dict(shuffled)), 200))
+
+
+def test_words_are_split_as_bert_splits_them():
+    counts = word_counts(["Hello, world! 我们的iPhone 15很好，hello-world", "25℃ NBA总决赛"])
+    assert counts == {"hello": 2, "world": 2, ",": 1, "!": 1, "iphone": 1, "15": 1, "，": 1, "-": 1, "25℃": 1, "nba": 1}
+
+
+def test_build_vocab_does_not_depend_on_the_order_of_the_sentences():
+    rng = random.Random(1)
+    latin = ["iphone", "android", "covid", "2019年", "gdp", "nba", "5g", "app", "wifi", "ceo"]
+    sents = [f"他说{rng.choice(latin)}和{rng.choice(latin)}都很好。" for _ in range(3000)]
+    char_freq = collections.Counter("".join(sents))
+    first = build_vocab(char_freq, sents, [])
+    rng.shuffle(sents)
+    assert build_vocab(char_freq, sents, []) == first
+    assert len(first) == VOCAB_SIZE
+    assert {"iphone", "android", "covid", "2019", "wifi", "5g"} <= set(first)  # each word learnt whole
