@@ -3,6 +3,8 @@
 import collections
 import random
 
+from conftest import run_python as run
+
 from corrector.tokenize import VOCAB_SIZE
 from training.data.prepare import build_vocab
 from training.data.wordpiece import pieces, word_counts
@@ -40,3 +42,16 @@ def test_build_vocab_does_not_depend_on_the_order_of_the_sentences():
     assert build_vocab(char_freq, sents, []) == first
     assert len(first) == VOCAB_SIZE
     assert {"iphone", "android", "covid", "2019", "wifi", "5g"} <= set(first)  # each word learnt whole
+
+
+def test_prepare_run_twice_writes_the_same_files(tmp_path):
+    """Two processes (other hash seeds) on one corpus whose Latin words tie in count: byte-identical outputs."""
+    words = ["alpha", "delta", "gamma", "omega", "sigma", "theta", "kappa", "lambda", "x86", "arm64"]
+    lines = [f"我们今天讨论{a}和{b}的区别，结果很有意思。" for a in words for b in words if a != b] * 6
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for k in (1, 2):
+        run("-m", "training.data.prepare", "--corpus", str(corpus), "--out", str(tmp_path / f"out{k}"),
+            env={"PYTHONHASHSEED": str(k)})
+    for name in ("vocab.txt", "train.bin", "val.bin", "sentences.txt"):
+        assert (tmp_path / "out1" / name).read_bytes() == (tmp_path / "out2" / name).read_bytes(), name
