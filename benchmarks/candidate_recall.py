@@ -22,6 +22,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -36,15 +37,23 @@ from training.data.csc_data import read_pairs
 class GoldView:
     """One batch through the bundle's public stages, with what each of its sites should be."""
 
+    fix: Corrector
+    top_k: int  # the generator's proposals per site in force
     scored: Scored
     decided: Decided
     text: list[int]  # per site: the index of its text in the pairs ...
     pos: list[int]  # ... its position in that text ...
     source: list[str]  # ... the character written there ...
     gold: list[str]  # ... and the target's
-    all_of: list[set[str]]  # per site: the characters among all its candidates (no shortlist cut)
     best_row: np.ndarray  # per site: the first round's most probable candidate row (-1: none) ...
     best_p: np.ndarray  # ... and its probability
+
+    @cached_property
+    def all_of(self) -> list[set[str]]:
+        """Per site: the characters among all its candidates (no shortlist cut; computed when first asked for)."""
+        sites = self.scored.sites
+        site_all, vid_all, _, _ = self.fix.evidence.shortlist(sites, {}, 1_000_000, self.top_k, {})
+        return _choices(site_all, vid_all, len(sites), self.fix.vocab)
 
     def reached(self, s: int, choices: list[set[str]]) -> bool:
         """The gold of site ``s`` is among ``choices[s]``, or is the character as the model reads it (a traditional
@@ -63,9 +72,8 @@ def gold_views(fix: Corrector, pairs: list[tuple[str, str]], batch_texts: int = 
             pos = [scored.chunks[c].start + i for c, i in zip(sites.chunk.tolist(), sites.char.tolist())]
             decided = fix.decide(scored, prepared.settings)
             best_row, best_p = best_candidates(scored.rows, decided.first, len(sites), np.ones(len(sites), dtype=bool))
-            site_all, vid_all, _, _ = fix.evidence.shortlist(sites, {}, 1_000_000, prepared.settings.top_k, {})
-            yield GoldView(scored, decided, text, pos, [pairs[t][0][i] for t, i in zip(text, pos)],
-                           [pairs[t][1][i] for t, i in zip(text, pos)], _choices(site_all, vid_all, len(sites), fix.vocab),
+            yield GoldView(fix, prepared.settings.top_k, scored, decided, text, pos,
+                           [pairs[t][0][i] for t, i in zip(text, pos)], [pairs[t][1][i] for t, i in zip(text, pos)],
                            best_row, best_p)
 
 

@@ -31,7 +31,7 @@ from corrector.bundle import Bundle
 NOISE = 1e-3
 
 
-def stacked_run(model: Path, layers: int, out: Path) -> Path:
+def stacked_run(model: Path, provenance: dict, layers: int, out: Path) -> Path:
     """A run folder (discriminator/, generator/, provenance.json) with MODEL's networks stacked to ``layers``."""
     import torch
     from transformers import ElectraForMaskedLM, ElectraForPreTraining  # type: ignore[attr-defined]
@@ -52,8 +52,7 @@ def stacked_run(model: Path, layers: int, out: Path) -> Path:
         deeper.load_state_dict(state)
         deeper.save_pretrained(out / name)
         shutil.copy(model / name / "vocab.txt", out / name / "vocab.txt")
-    manifest = json.loads((model / "manifest.json").read_text(encoding="utf-8"))
-    (out / "provenance.json").write_text(json.dumps(manifest["provenance"]), encoding="utf-8")
+    (out / "provenance.json").write_text(json.dumps(provenance), encoding="utf-8")
     return out
 
 
@@ -61,19 +60,19 @@ def stacked_bundle(model: Path, layers: int, work: Path, calibration: Path | Non
     """A bundle like MODEL's but for its networks, stacked to ``layers``."""
     from training.bundle import export, quantize
 
-    manifest = json.loads((model / "manifest.json").read_text(encoding="utf-8"))
-    run = stacked_run(model, layers, work / f"run{layers}")
+    source = Bundle.load(model)
+    run = stacked_run(model, source.manifest.provenance, layers, work / f"run{layers}")
     out = work / f"bundle{layers}"
     export.main(["--run", str(run), "--similarity", str(model / "similarity"), "--out", str(out),
-                 "--cpu-onnx", manifest.get("cpu_onnx", "fp32")])
+                 "--cpu-onnx", source.manifest.cpu_onnx])
     defaults = work / "defaults.json"
-    defaults.write_text(json.dumps(manifest.get("corrector_defaults", {})), encoding="utf-8")
+    defaults.write_text(json.dumps(source.manifest.corrector_defaults), encoding="utf-8")
     update = ["--update", str(out), "--defaults", str(defaults)]
     for flag, path in (("--lm", model / "lm"), ("--candidates", model / "candidates"), ("--ranker", model / "ranker.json")):
         if path.exists():
             update += [flag, str(path)]
     export.main(update)
-    if Bundle.load(model).int8_static:
+    if source.int8_static:
         if calibration is None:
             raise SystemExit(f"{model}'s int8 graphs are static: give --calibration (training.bundle.quantize)")
         quantize.main(["--model", str(out), "--calibration", str(calibration)])
@@ -136,8 +135,9 @@ def main() -> None:
                 t3 = time.perf_counter()
                 rates = (len(texts) / (t1 - t0), len(texts) / (t2 - t1), len(texts) / (t3 - t2))
                 best[name] = [max(b, r) for b, r in zip(best[name], rates)]
+        networks = fixes[f"{n} (MODEL)"].networks
         print(f"{len(texts)} sentences, {args.threads} threads, calls of {args.batch_size}, best of {args.rounds} rounds; "
-              f"networks: {fixes[next(iter(fixes))].networks.provider}, {fixes[next(iter(fixes))].networks.precision}")
+              f"networks: {networks.provider}, {networks.precision}")
         print("| layers | correct_batch sent/s | networks alone sent/s | networks, one generator site a row | bundle MiB |\n"
               "|---|---:|---:|---:|---:|")
         for name, path in bundles.items():

@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from candidate_recall import gold_views  # type: ignore[import-not-found]  # run as a script
 
 from training.data.csc_data import read_pairs
 
@@ -32,24 +33,18 @@ def main() -> None:
           " | ".join(f"below {f}: sites, edits (right)" for f in args.floors) + " |")
     print("|---|---:|---:|" + "---:|" * len(args.floors))
     for path in args.data:
-        pairs = read_pairs(path)
         rtd: list[np.ndarray] = []
         edits: list[tuple[float, bool]] = []  # (the site's RTD probability, right)
         script = 0
-        for b in range(0, len(pairs), 256):
-            part = pairs[b : b + 256]
-            prepared = fix.prepare([s for s, _ in part])
-            for scored in fix.score(prepared):
-                decided = fix.decide(scored, prepared.settings)
-                sites = scored.sites
-                rtd.append(sites.rtd)
-                for s, (row, _) in decided.chosen.items():
-                    target = fix.vocab[int(scored.rows.vid[row])]
-                    if target == sites.src[s]:  # the keep row: a stray character written simplified
-                        script += 1
-                        continue
-                    chunk = scored.chunks[int(sites.chunk[s])]
-                    edits.append((float(sites.rtd[s]), part[chunk.text_index][1][chunk.start + int(sites.char[s])] == target))
+        for v in gold_views(fix, read_pairs(path)):
+            sites = v.scored.sites
+            rtd.append(sites.rtd)
+            for s, (row, _) in v.decided.chosen.items():
+                target = fix.vocab[int(v.scored.rows.vid[row])]
+                if target == sites.src[s]:  # the keep row: a stray character written simplified
+                    script += 1
+                else:
+                    edits.append((float(sites.rtd[s]), v.gold[s] == target))
         p = np.concatenate(rtd) if rtd else np.zeros(0)
         e = np.array(edits, dtype=np.float64).reshape(-1, 2)
         cells = []
