@@ -2,6 +2,7 @@
 
     python -m corrector "今天天汽很好"              # prints the corrected text
     python -m corrector --input in.txt --output out.txt --json
+    cat in.txt | python -m corrector --protect 张三,李四   # lines from stdin; --protect repeats or takes commas
     python -m corrector --set top_k=10 "..."       # any decoding setting
     python -m corrector similar 己                  # sound and shape neighbours
     python -m corrector batch --input corpus.txt --output out/   # corrector/batch/: a corpus, locally or on Ray
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,10 +40,11 @@ def correct_parser() -> argparse.ArgumentParser:
         description="Correct Chinese spelling errors. Other commands: 'similar CHAR' (sound and shape "
                     "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray), 'settings' (every "
                     "decoding setting with the value in force).",
-        epilog=EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES + "\n" + EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
-    ap.add_argument("text", nargs="?", help="text to correct (default: read lines from --input or stdin)")
+    ap.add_argument("text", nargs="?", help="text to correct; '-' reads lines from stdin (so does a pipe, with no "
+                                            "text and no --input)")
     ap.add_argument("--input", "-i", help="file with one text per line, or '-' for stdin")
     ap.add_argument("--output", "-o", help="write results here instead of stdout")
     ap.add_argument("--json", action="store_true", help="JSON lines: source, target, edits")
@@ -56,7 +59,8 @@ def decoding_args(ap: argparse.ArgumentParser) -> None:
     _model_args(ap)
     ap.add_argument("--threshold", type=float, help="detection threshold in [0, 1] (default: the bundle's)")
     ap.add_argument("--max-edits", type=int, help="most edits per sentence (0 = no limit)")
-    ap.add_argument("--protect", nargs="+", default=[], metavar="WORD", help="words never edited inside")
+    ap.add_argument("--protect", action="append", default=[], metavar="WORD",
+                    help="a word never edited inside; repeatable, or several at once with commas: --protect 张三,李四")
     ap.add_argument("--protect-file", help="file of protected words, one per line")
     ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
     ap.add_argument("--no-lm", action="store_true", help="decide without the character LM (the networks' own ranker)")
@@ -84,6 +88,16 @@ def _setting(arg: str) -> tuple[str, object]:
         value = raw
     return name, value
 
+
+EXAMPLES = """\
+examples:
+  python -m corrector "这件事情我已经知到了。"
+  python -m corrector --protect 张三 --protect 李四,王五 "张三以经到了"
+  python -m corrector --input in.txt --output out.txt --json
+  cat in.txt | python -m corrector --explain
+  python -m corrector --set top_k=10 --set use_lm=false "今天天汽很好"
+  python -m corrector similar 己
+"""
 
 EXPLAIN_HELP = f"""\
 --explain prints the corrected text, then one row per character the model reads:
@@ -142,6 +156,11 @@ def main(argv: list[str] | None = None) -> None:
 
 def run_correct(argv: list[str]) -> int:
     args = correct_parser().parse_args(argv)
+    if args.text is not None and args.input is not None:
+        raise CliError("give the text as an argument or with --input, not both")
+    if args.text is None and args.input is None and sys.stdin.isatty():
+        raise CliError("no text to correct: python -m corrector TEXT, --input FILE, or lines on stdin "
+                       "(a pipe, or '-' to type them)")
     from .corrector import Corrector
 
     fixer = Corrector.load(args.model, device=args.device, precision=args.precision, lm=args.lm,
@@ -149,7 +168,7 @@ def run_correct(argv: list[str]) -> int:
 
     out = _open_output(args.output)
     try:
-        if args.text is not None:
+        if args.text is not None and args.text != "-":
             _emit(fixer, [args.text], args, out)
             return 0
         src = args.input or "-"
@@ -196,7 +215,7 @@ def decoding_settings(args: argparse.Namespace) -> dict:
     from .config import parse_confusions
 
     settings: dict = {}
-    protect = list(args.protect)
+    protect = [w.strip() for arg in args.protect for w in re.split("[,，]", arg) if w.strip()]
     if args.protect_file:
         protect += [w.strip() for w in _read_text(args.protect_file).splitlines() if w.strip()]
     if protect:

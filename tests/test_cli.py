@@ -197,7 +197,7 @@ def test_protect_flags(model, tmp_path):
     assert {e["position"] for e in plain["edits"]} >= {0, 7, 8, 10, 11}
     words = tmp_path / "words.txt"
     words.write_text("张三\n\n  上海  \n", encoding="utf-8")
-    row = json.loads(ok(cli(text, "--json", "--protect", "中国人民银行", "北京", "--protect-file", words, *model)))
+    row = json.loads(ok(cli(text, "--json", "--protect", "中国人民银行,北京", "--protect-file", words, *model)))
     assert row["edits"] == []
     row = json.loads(ok(cli(text, "--json", "--protect-file", words, *model)))
     assert {e["position"] for e in row["edits"]} == {0, 1, 2, 3, 4, 5, 7, 8}
