@@ -64,7 +64,7 @@ def stacked_bundle(model: Path, layers: int, work: Path, calibration: Path | Non
     run = stacked_run(model, source.manifest.provenance, layers, work / f"run{layers}")
     out = work / f"bundle{layers}"
     export.main(["--run", str(run), "--similarity", str(model / "similarity"), "--out", str(out),
-                 "--cpu-onnx", source.manifest.cpu_onnx])
+                 "--cpu-onnx", source.manifest.cpu_onnx, *(["--split-head"] if source.graph_names == ("body", "head") else [])])
     defaults = work / "defaults.json"
     defaults.write_text(json.dumps(source.manifest.corrector_defaults), encoding="utf-8")
     update = ["--update", str(out), "--defaults", str(defaults)]
@@ -72,7 +72,7 @@ def stacked_bundle(model: Path, layers: int, work: Path, calibration: Path | Non
         if path.exists():
             update += [flag, str(path)]
     export.main(update)
-    if source.int8_static:
+    if source.int8_static:  # (static graphs are made from the joint one: training.bundle.quantize)
         if calibration is None:
             raise SystemExit(f"{model}'s int8 graphs are static: give --calibration (training.bundle.quantize)")
         quantize.main(["--model", str(out), "--calibration", str(calibration)])

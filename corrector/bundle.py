@@ -10,6 +10,10 @@
       onnx/joint.onnx               instead of those two, when the generator is a head on the discriminator's
                                     body: input_ids, attention_mask, positions -> logits (B, P, V), rtd_logits (B, T)
                                     from one pass (the shared body stored once)
+      onnx/body.onnx, onnx/head.onnx  instead of the joint graph, the same split in two (training.bundle.split):
+                                    input_ids, attention_mask -> rtd_logits (B, T), hidden (B, T, H); and
+                                    hidden, positions (B, P) -> logits (B, P, V), so that the vocabulary head
+                                    runs only where the RTD score reaches the floor
       onnx/*.int8.onnx              optional int8 copies for CPU (manifest "cpu_onnx": "int8" makes them the
                                     CPU default); manifest onnx.int8_activations "static" marks calibrated
                                     graphs (training.bundle.quantize), anything else dynamic ones
@@ -38,7 +42,10 @@ VOCAB = "discriminator/vocab.txt"
 ONNX_DISCRIMINATOR = "onnx/discriminator.onnx"
 ONNX_GENERATOR = "onnx/generator.onnx"
 ONNX_JOINT = "onnx/joint.onnx"
-ONNX_GRAPHS = {"discriminator": ONNX_DISCRIMINATOR, "generator": ONNX_GENERATOR, "joint": ONNX_JOINT}
+ONNX_BODY = "onnx/body.onnx"
+ONNX_HEAD = "onnx/head.onnx"
+ONNX_GRAPHS = {"discriminator": ONNX_DISCRIMINATOR, "generator": ONNX_GENERATOR, "joint": ONNX_JOINT,
+               "body": ONNX_BODY, "head": ONNX_HEAD}
 ONNX_INT8 = {rel: rel.removesuffix(".onnx") + ".int8.onnx" for rel in ONNX_GRAPHS.values()}
 Precision = Literal["auto", "fp32", "int8"]  # which CPU graphs; auto = what the manifest recommends
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -60,8 +67,11 @@ REQUIRED_FILES = (
 
 
 def graph_names(root: Path) -> tuple[str, ...]:
-    """The networks' ONNX graphs a bundle directory holds, by name: one joint graph, or the pair."""
-    return ("joint",) if (root / ONNX_JOINT).is_file() else ("discriminator", "generator")
+    """The networks' ONNX graphs a bundle directory holds, by name: one joint graph, its body and head apart, or
+    the pair."""
+    if (root / ONNX_JOINT).is_file():
+        return ("joint",)
+    return ("body", "head") if (root / ONNX_BODY).is_file() else ("discriminator", "generator")
 
 
 def sha256_file(path: Path) -> str:
@@ -98,7 +108,8 @@ class Bundle:
 
     @property
     def graph_names(self) -> tuple[str, ...]:
-        """("joint",) when the bundle holds one graph for both heads, else ("discriminator", "generator")."""
+        """("joint",) when the bundle holds one graph for both heads, ("body", "head") when it holds that graph
+        in two, else ("discriminator", "generator")."""
         return graph_names(self.path)
 
     @property

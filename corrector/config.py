@@ -31,6 +31,10 @@ class CorrectorConfig:
     shortlist: int = setting(8, "candidates per character that get the full scoring (LM, words)", lo=1, hi=1000)
     top_k: int = setting(10, "the generator's most probable characters that join each character's candidates",
                          lo=0, hi=1000)
+    rtd_floor: float = setting(
+        0.0, "look at a character only when the discriminator's P(replaced) there reaches this (elsewhere the "
+        "generator is not run); a stray traditional character in simplified text is always looked at; 0: every "
+        "character", lo=0.0, hi=1.0)
     max_edits: int = setting(0, "most edits per sentence, the most confident first; 0: no limit", lo=0, hi=1_000_000)
     protect_dictionary_words: bool = setting(
         False, "never edit inside a multi-character jieba word (a hard block; by default dictionary words are one "

@@ -227,32 +227,43 @@ class Corrector:
         batches = prepared.batches
         if len(batches) < 2:
             for b in batches:
-                yield self.score_sites(b, self.sites(b), prepared.settings, word_pairs)
+                yield self.score_sites(b, self.sites(b, prepared.settings), prepared.settings, word_pairs)
             return
         pool = self._ahead.get()
-        pending = pool.submit(self.sites, batches[0])
+        pending = pool.submit(self.sites, batches[0], prepared.settings)
         for k, batch in enumerate(batches):
             sites = pending.result()
             if k + 1 < len(batches):
-                pending = pool.submit(self.sites, batches[k + 1])
+                pending = pool.submit(self.sites, batches[k + 1], prepared.settings)
             yield self.score_sites(batch, sites, prepared.settings, word_pairs)
 
-    def sites(self, batch: Sequence[Chunk]) -> Sites:
-        """The networks on a batch of chunks: one site per editable, unprotected character, with its RTD
-        probability and the generator's distribution."""
+    def sites(self, batch: Sequence[Chunk], settings: CorrectorConfig | None = None) -> Sites:
+        """The networks on a batch of chunks: one site per editable, unprotected character that the discriminator
+        suspects (P(replaced) at least ``rtd_floor``; a stray traditional character in simplified text always is),
+        with its RTD probability and the generator's distribution."""
+        cfg = settings if settings is not None else self.config
         ids, attn = _pad([c.enc.ids for c in batch])
         tokens = [c.site_tokens() for c in batch]
         width = max(len(t) for t in tokens)
         pos = np.zeros((len(batch), width), dtype=np.int64)
+        floor = None
+        if cfg.rtd_floor > 0:
+            floor = np.zeros((len(batch), width), dtype=np.float64)
+            for r, (c, t) in enumerate(zip(batch, tokens)):
+                floor[r, : len(t)] = [0.0 if c.stray(c.enc.char_pos[k]) else cfg.rtd_floor for k in t]
         for r, t in enumerate(tokens):
             pos[r, : len(t)] = t
-        rtd, lp = self.networks.run(ids, attn, pos)  # lp: (sites, V), rows in (chunk, position) order
-        chunk_i = np.concatenate([np.full(len(t), r, np.int64) for r, t in enumerate(tokens)])
-        tok = np.concatenate([np.asarray(t, np.int64) for t in tokens])
+        rtd, lp, keep = self.networks.run(ids, attn, pos, floor)  # lp: (kept sites, V), in (chunk, position) order
+        chunk_all = np.concatenate([np.full(len(t), r, np.int64) for r, t in enumerate(tokens)])
+        tok_all = np.concatenate([np.asarray(t, np.int64) for t in tokens])
+        kept = np.concatenate([keep[r, : len(t)] for r, t in enumerate(tokens)])
+        chunk_i, tok = chunk_all[kept], tok_all[kept]
         char = np.array([batch[r].enc.char_pos[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)
         src = [batch[r].text[p] for r, p in zip(chunk_i, char)]
         src_id = np.array([batch[r].enc.ids[t] for r, t in zip(chunk_i, tok)], dtype=np.int64)
-        return Sites(chunk_i, char, src, src_id, rtd[chunk_i, tok].astype(np.float32), lp)
+        unsuspected = tuple((int(r), batch[r].enc.char_pos[t], float(rtd[r, t]))
+                            for r, t in zip(chunk_all[~kept].tolist(), tok_all[~kept].tolist()))
+        return Sites(chunk_i, char, src, src_id, rtd[chunk_i, tok].astype(np.float32), lp, unsuspected)
 
     def score_sites(self, batch: Sequence[Chunk], sites: Sites, cfg: CorrectorConfig,
                     word_pairs: bool | None = None) -> Scored:
@@ -293,6 +304,12 @@ class Corrector:
             raise CorrectorError(str(e)) from None
         if settings.get("protect") is not None:  # a call's words add to the configured ones
             cfg = replace(cfg, protect=(*self.config.protect, *cfg.protect))
+        if cfg.threshold is not None:
+            top = self.ranker.pick(cfg.use_lm and self.has_lm).calibration[1][-1]
+            if cfg.threshold > top:
+                raise CorrectorError(f"threshold {cfg.threshold:g} is above the highest confidence this bundle's ranker "
+                                     f"gives{'' if cfg.use_lm and self.has_lm else ' without the LM'} ({top:g}): "
+                                     "no edit could ever be made")
         return cfg
 
 

@@ -18,6 +18,7 @@ from .stages import (
     NO_CANDIDATES,
     NOT_EDITABLE,
     PROTECTED,
+    UNSUSPECTED,
     Decided,
     Prepared,
 )
@@ -26,12 +27,19 @@ from .types import Candidate, CharExplanation
 
 def explain_text(prepared: Prepared, decided: Sequence[Decided], vocab: Sequence[str], top_k: int,
                  index: int = 0) -> list[CharExplanation]:
-    """One CharExplanation per character of text ``index``: its sites from ``decided``, the rest protected (with
-    the guard's name) or not editable."""
+    """One CharExplanation per character of text ``index``: its sites from ``decided``, the characters the
+    discriminator does not suspect (below ``rtd_floor``), the rest protected (with the guard's name) or not
+    editable."""
     out: dict[int, CharExplanation] = {}
-    for d in decided:
-        out.update(_site_explanations(d, vocab, top_k, index, prepared.texts[index]))
     text = prepared.texts[index]
+    for d in decided:
+        out.update(_site_explanations(d, vocab, top_k, index, text))
+        for k, i, rtd in d.scored.sites.unsuspected:
+            site_chunk = d.scored.chunks[k]
+            if site_chunk.text_index == index:
+                why = f"kept: {UNSUSPECTED} (P(replaced) {rtd:.4f} is below rtd_floor {prepared.settings.rtd_floor:g})"
+                pos = site_chunk.start + i
+                out[pos] = CharExplanation(pos, text[pos], True, round(rtd, 4), [], why, 1.0)  # (nothing proposed)
     chars = []
     for i, c in enumerate(text):
         if i in out:

@@ -22,8 +22,9 @@ log = logging.getLogger(__name__)
 class Networks(Protocol):
     """What a Corrector asks of its networks: :class:`OnnxNetworks`, or hand-set ones (tests/fake_networks.py).
 
-    ``run`` gives P(replaced) for every token, shape (B, T), and the generator's log-probabilities at the asked
-    positions (the non-zero ones, row by row); every row's output depends on that row alone. ``rows_alone``:
+    ``run`` gives P(replaced) for every token, shape (B, T), the generator's log-probabilities at the asked
+    positions (the non-zero ones, row by row) that pass the ``floor`` (see :func:`suspected`), and which those
+    are, shape (B, P); every row's output depends on that row alone. ``rows_alone``:
     the rows run one unpadded row at a time (batches need not be cut by length). ``provider`` and
     ``precision`` name the device and the graphs, for reports."""
 
@@ -31,7 +32,30 @@ class Networks(Protocol):
     precision: str
     rows_alone: bool
 
-    def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, LogProbs]: ...
+    def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray,
+            floor: np.ndarray | None = None) -> tuple[np.ndarray, LogProbs, np.ndarray]: ...
+
+
+def suspected(rtd_logits: np.ndarray, positions: np.ndarray, floor: np.ndarray | None) -> np.ndarray:
+    """Which asked positions (non-zero entries of ``positions``, (B, P)) the generator is asked at: those whose
+    P(replaced) reaches their ``floor`` ((B, P) probabilities; None: every one). Compared on the logits
+    (p >= f exactly when logit >= log(f / (1 - f))), so the answer is the same whatever rows run together."""
+    asked = positions > 0
+    if floor is None:
+        return asked
+    at = np.take_along_axis(rtd_logits, positions, axis=1)
+    with np.errstate(divide="ignore"):
+        cut = np.log(floor) - np.log1p(-np.minimum(floor, 1.0))  # floor 0: -inf (always); 1: +inf (never)
+    return asked & (at >= cut)
+
+
+def _compact(positions: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``positions`` with only the kept entries, each row's first, zero-padded to the widest row."""
+    counts = keep.sum(1)
+    out = np.zeros((len(positions), max(int(counts.max(initial=0)), 1)), dtype=np.int64)
+    for r in range(len(positions)):
+        out[r, : counts[r]] = positions[r][keep[r]]
+    return out
 
 
 def _session(path: Path, device: Device, threads: int, cpu_path: Path | None = None):
@@ -87,8 +111,14 @@ def _try_cuda(ort, path: Path, opts):
 
 GRAPH_INPUTS = {"discriminator": ["input_ids", "attention_mask"],
                 "generator": ["input_ids", "attention_mask", "positions"],
-                "joint": ["input_ids", "attention_mask", "positions"]}
-PAIR, JOINT = ("discriminator", "generator"), ("joint",)  # the two ways a bundle holds its networks
+                "joint": ["input_ids", "attention_mask", "positions"],
+                "body": ["input_ids", "attention_mask"],
+                "head": ["hidden", "positions"]}
+GRAPH_OUTPUTS = {"joint": ["logits", "rtd_logits"], "body": ["rtd_logits", "hidden"], "head": ["logits"]}
+# the ways a bundle holds its networks: two networks; one body with both heads in one graph; or that body (RTD
+# logits and hidden states) and the generator's head on the hidden states at the asked positions, apart
+PAIR, JOINT, SPLIT = ("discriminator", "generator"), ("joint",), ("body", "head")
+LAYOUTS = (PAIR, JOINT, SPLIT)
 
 
 class OnnxNetworks:
@@ -96,7 +126,10 @@ class OnnxNetworks:
 
     ``graphs`` names either a ``discriminator`` (input_ids, attention_mask -> RTD logits (B, T)) and a
     ``generator`` (the same and positions (B, P) -> vocabulary logits (B, P, V)), or one ``joint`` graph that
-    gives both from one pass of a body the two heads share (outputs ``logits`` and ``rtd_logits``).
+    gives both from one pass of a body the two heads share (outputs ``logits`` and ``rtd_logits``), or that
+    body (``body``: RTD logits and the ``hidden`` states) and the generator's head (``head``: hidden, positions ->
+    logits) as two graphs. With the two, the head runs only where the RTD score reaches the floor: a site the
+    discriminator does not suspect costs no vocabulary projection.
     ``cpu_graphs`` replace them when the sessions run on CPU, e.g. int8-quantised copies; CUDA always runs the
     float graphs.
 
@@ -111,8 +144,9 @@ class OnnxNetworks:
     def __init__(self, graphs: Mapping[str, Path], device: Device = "auto", threads: int = 0,
                  cpu_graphs: Mapping[str, Path] | None = None, dynamic_int8: bool = False):
         names = tuple(graphs)
-        if names not in (PAIR, JOINT):
-            raise CorrectorError(f"ONNX graphs must be {' and '.join(PAIR)}, or {JOINT[0]}; got {', '.join(names)}")
+        if names not in LAYOUTS:
+            raise CorrectorError(f"ONNX graphs must be {' and '.join(PAIR)}, {JOINT[0]}, or {' and '.join(SPLIT)}; "
+                                 f"got {', '.join(names)}")
         cpu = dict(cpu_graphs or graphs)
         rows_alone_on_cpu = dynamic_int8 and ".int8." in cpu[names[0]].name  # CUDA runs the float graphs
         self.workers = (threads or os.cpu_count() or 1) if rows_alone_on_cpu else 1
@@ -127,26 +161,35 @@ class OnnxNetworks:
         self.precision = "int8" if ".int8." in self.files[names[0]].name else "fp32"
         self.rows_alone = dynamic_int8 and self.precision == "int8"
         self.joint = names == JOINT
+        self.split = names == SPLIT
         self._pool = ProcessLocalPool(self.workers, "onnx-row")
         for name, sess in self.sessions.items():
             _check_io(sess, graphs[name], GRAPH_INPUTS[name])
+            outputs = [o.name for o in sess.get_outputs()]
+            if name in GRAPH_OUTPUTS and outputs != GRAPH_OUTPUTS[name]:
+                raise CorrectorError(f"ONNX model {graphs[name]} has outputs {outputs}, expected {GRAPH_OUTPUTS[name]}")
         vocab_out = self.sessions[names[-1]].get_outputs()
-        if self.joint and [o.name for o in vocab_out] != ["logits", "rtd_logits"]:
-            raise CorrectorError(f"ONNX model {graphs['joint']} has outputs {[o.name for o in vocab_out]}, "
-                                 "expected ['logits', 'rtd_logits']")
         v = vocab_out[0].shape[-1]
         self.vocab_size = v if isinstance(v, int) else 0  # a symbolic size is known from the first output
 
-    def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, LogProbs]:
-        """Both heads on one batch: P(replaced) for every token, shape (B, T), and the generator's
-        log-probabilities at the asked positions (the non-zero ones, row by row; see :meth:`generate_at`).
+    def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray,
+            floor: np.ndarray | None = None) -> tuple[np.ndarray, LogProbs, np.ndarray]:
+        """Both heads on one batch: P(replaced) for every token, shape (B, T); the generator's log-probabilities
+        at the asked positions (the non-zero ones, row by row) whose P(replaced) reaches ``floor`` ((B, P), None:
+        every one; see :func:`suspected`), and which those are ((B, P) bool). Split graphs run the vocabulary head
+        only there; the others run it at every asked position and drop the rest.
         Run row by row, the two networks' calls share the workers, so even one text uses two cores.
-        (A joint graph's rows that ask for no position are not run: their P(replaced) is 0.)"""
+        (Rows that ask for no position are not run by a joint or split graph: their P(replaced) is 0.)"""
+        if self.split:
+            return self._run_split(ids, attn, positions, floor)
         if not self.rows_alone:
             if self.joint:
                 logits, rtd = self.sessions["joint"].run(None, _feeds(ids, attn, positions))
-                return _sigmoid(rtd), LogProbs.from_logits(logits[positions > 0])
-            return self.discriminate(ids, attn), self.generate_at(ids, attn, positions)
+                lp = LogProbs.from_logits(logits[positions > 0])
+            else:
+                rtd = self._discriminator_logits(ids, attn)
+                lp = self.generate_at(ids, attn, positions)
+            return self._gated(rtd, lp, positions, floor)
         asked = np.count_nonzero(positions, axis=1).tolist()
         todo = [r for r in range(len(ids)) if asked[r]]
         rtd = np.zeros(ids.shape, dtype=np.float32)
@@ -161,24 +204,77 @@ class OnnxNetworks:
                 rtd[r, : len(out)] = out
             gen = outs[len(ids) :]
         lp = LogProbs.from_logits(np.concatenate(gen) if gen else np.zeros((0, self.vocab_size), np.float32))
-        return _sigmoid(rtd), lp
+        return self._gated(rtd, lp, positions, floor)
+
+    @staticmethod
+    def _gated(rtd_logits: np.ndarray, lp: LogProbs, positions: np.ndarray,
+               floor: np.ndarray | None) -> tuple[np.ndarray, LogProbs, np.ndarray]:
+        """Graphs that ran the head at every asked position: keep the rows of the suspected ones."""
+        keep = suspected(rtd_logits, positions, floor)
+        if floor is not None:
+            lp = lp.take(keep[positions > 0])
+        return _sigmoid(rtd_logits), lp, keep
+
+    def _run_split(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray,
+                   floor: np.ndarray | None) -> tuple[np.ndarray, LogProbs, np.ndarray]:
+        body, head = self.sessions["body"], self.sessions["head"]
+        rtd = np.zeros(ids.shape, dtype=np.float32)
+        keep = np.zeros(positions.shape, dtype=bool)
+        todo = [r for r in range(len(ids)) if positions[r, 0] > 0]
+        gen: list[np.ndarray] = []
+        if not self.rows_alone:  # float graphs: one call of each for the batch, rows computed independently
+            if todo:
+                rtd_b, hidden = body.run(None, _feeds(ids[todo], attn[todo]))
+                rtd[todo] = rtd_b
+                keep[todo] = suspected(rtd_b, positions[todo], None if floor is None else floor[todo])
+                if keep.any():
+                    pos = _compact(positions[todo], keep[todo])
+                    gen.append(head.run(None, {"hidden": hidden, "positions": pos})[0][pos > 0])
+        else:
+            lengths = attn.sum(1).tolist()
+
+            def call(r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+                n = lengths[r]
+                row_rtd, hidden = body.run(None, _feeds(ids[r : r + 1, :n], attn[r : r + 1, :n]))
+                row_keep = suspected(row_rtd, positions[r : r + 1], None if floor is None else floor[r : r + 1])
+                if not row_keep.any():
+                    return row_rtd[0], row_keep[0], None
+                pos = positions[r : r + 1][row_keep][None, :]
+                return row_rtd[0], row_keep[0], head.run(None, {"hidden": hidden, "positions": pos})[0][0]
+
+            outs = self._map(call, todo)
+            for r, (row_rtd, row_keep, logits) in zip(todo, outs):
+                rtd[r, : len(row_rtd)] = row_rtd
+                keep[r] = row_keep
+                if logits is not None:
+                    gen.append(logits)
+        lp = LogProbs.from_logits(np.concatenate(gen) if gen else np.zeros((0, self.vocab_size), np.float32))
+        return _sigmoid(rtd), lp, keep
 
     def discriminate(self, ids: np.ndarray, attn: np.ndarray) -> np.ndarray:
         """P(replaced) for every token, shape (B, T)."""
-        if self.joint:
-            return self.run(ids, attn, np.ones((len(ids), 1), dtype=np.int64))[0]
-        if self.rows_alone:
-            logits = np.zeros(ids.shape, dtype=np.float32)
-            for r, out in enumerate(self._rows(ids, attn, [(r, 0) for r in range(len(ids))])):
-                logits[r, : len(out)] = out
-        else:
-            (logits,) = self.sessions["discriminator"].run(None, _feeds(ids, attn))
-        return _sigmoid(logits.astype(np.float32))
+        if self.joint or self.split:  # the head is asked at one position and never run (floor 1)
+            one = np.ones((len(ids), 1), dtype=np.int64)
+            return self.run(ids, attn, one, None if self.joint else np.ones(one.shape))[0]
+        return _sigmoid(self._discriminator_logits(ids, attn))
+
+    def _discriminator_logits(self, ids: np.ndarray, attn: np.ndarray) -> np.ndarray:
+        if not self.rows_alone:
+            return self.sessions["discriminator"].run(None, _feeds(ids, attn))[0].astype(np.float32)
+        logits = np.zeros(ids.shape, dtype=np.float32)
+        for r, out in enumerate(self._rows(ids, attn, [(r, 0) for r in range(len(ids))])):
+            logits[r, : len(out)] = out
+        return logits
 
     def generate(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """Log-probabilities over the vocabulary at the given token positions, shape (B, P, V).
 
         Position 0 ([CLS]) is never asked for: a row's trailing zeros are padding."""
+        if self.split:
+            _, lp, keep = self.run(ids, attn, positions)
+            out = np.zeros((*positions.shape, self.vocab_size), dtype=np.float32)
+            out[keep] = lp.logits
+            return _log_softmax(out)
         vocab_graph = "joint" if self.joint else "generator"
         if not self.rows_alone:
             logits = self.sessions[vocab_graph].run(None, _feeds(ids, attn, positions))[0]
@@ -193,7 +289,7 @@ class OnnxNetworks:
     def generate_at(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> LogProbs:
         """Log-probabilities at the asked positions only (the non-zero ones, row by row), N rows: no work
         is spent on padding, and none on normalising every entry (see :class:`LogProbs`)."""
-        if self.rows_alone or self.joint:
+        if self.rows_alone or self.joint or self.split:
             return self.run(ids, attn, positions)[1]  # (the discriminator rows are cheap next to the generator's)
         logits = self.sessions["generator"].run(None, _feeds(ids, attn, positions))[0]
         return LogProbs.from_logits(logits[positions > 0])
@@ -214,9 +310,13 @@ class OnnxNetworks:
                 None, _feeds(row_ids, row_attn, positions[r : r + 1, :p]))
             return (outs[0][0], outs[1][0]) if self.joint else outs[0][0]
 
-        if self.workers <= 1 or len(calls) <= 1:
-            return [call(c) for c in calls]
-        return list(self._pool.get().map(call, calls))
+        return self._map(call, calls)
+
+    def _map(self, call: Any, jobs: list[Any]) -> list[Any]:
+        """``call`` on every job, side by side on the workers (in order when there is one)."""
+        if self.workers <= 1 or len(jobs) <= 1:
+            return [call(j) for j in jobs]
+        return list(self._pool.get().map(call, jobs))
 
 
 def _feeds(ids: np.ndarray, attn: np.ndarray, positions: np.ndarray | None = None) -> dict[str, np.ndarray]:

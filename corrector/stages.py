@@ -32,9 +32,11 @@ GUARDED = "guarded"  # above the threshold, but a decide-stage guard keeps it as
 NO_CANDIDATES = "no_candidates"  # nothing to choose but the character as written
 ROUNDS_OUT = "rounds_out"  # above the threshold when the decoding rounds ran out
 STATUSES = (APPLIED, BELOW_THRESHOLD, CAPPED, GUARDED, NO_CANDIDATES, ROUNDS_OUT)
-# a character that is no site: PROTECTED (a prepare-stage guard, ``Chunk.protected``) or NOT_EDITABLE (not a
+# a character that is no site: PROTECTED (a prepare-stage guard, ``Chunk.protected``), UNSUSPECTED (the
+# discriminator's P(replaced) is below ``rtd_floor``: the generator is not asked there) or NOT_EDITABLE (not a
 # single-token CJK character the model reads: Latin, digits, punctuation, emoji, out-of-vocabulary)
 PROTECTED = "protected"
+UNSUSPECTED = "unsuspected"
 NOT_EDITABLE = "not_editable"
 
 
@@ -51,6 +53,10 @@ class Chunk:
     mainland: bool = True  # a chunk of simplified text: its traditional characters are typos, its edits simplified,
     #                        and an edit to the mainland's word form is a fix (看著 -> 看着); False: traditional text,
     #                        whose edits go back to its script and never only change a script or regional form
+
+    def stray(self, i: int) -> bool:
+        """Character ``i`` is a traditional character in simplified text (a typo the script rule fixes)."""
+        return self.view is not None and self.mainland and self.view.original[i] != self.text[i]
 
     def site_tokens(self) -> list[int]:
         """Token indices of the chunk's sites: single-token characters nobody protected."""

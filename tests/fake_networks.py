@@ -1,8 +1,8 @@
 """Networks with hand-set outputs, and a Corrector over them made without torch or ONNX.
 
 ``FakeNetworks`` is a ``corrector.runtime.Networks`` as ``corrector.runtime.OnnxNetworks`` is: it answers
-``run(ids, attn, positions)`` (P(replaced) per token, shape (B, T), and the generator's ``LogProbs`` at the asked
-positions) from per-character settings instead of weights: what the discriminator says of each character, and
+``run(ids, attn, positions, floor)`` (P(replaced) per token, shape (B, T), the generator's ``LogProbs`` at the asked
+positions that reach the floor, and which those are) from per-character settings instead of weights: what the discriminator says of each character, and
 which characters the generator prefers in its place. Every row's output depends on that row's own tokens only, so
 results never depend on the batch around them.
 
@@ -27,7 +27,7 @@ from corrector.candidates import CandidateTable
 from corrector.char_lm import CharLM
 from corrector.manifest import Manifest
 from corrector.rank import HEURISTIC, RankerWeights
-from corrector.runtime import LogProbs
+from corrector.runtime import LogProbs, suspected
 from corrector.similarity import PINYIN_FILE, SHAPE_FILE, SimilarityTables
 from corrector.tokenize import VOCAB_SIZE, read_vocab_list
 
@@ -113,7 +113,8 @@ class FakeNetworks:
         self.calls: list[tuple[int, int, int]] = []
         self._lock = threading.Lock()
 
-    def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, LogProbs]:
+    def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray,
+            floor: np.ndarray | None = None) -> tuple[np.ndarray, LogProbs, np.ndarray]:
         assert ids.dtype == attn.dtype == positions.dtype == np.int64, (ids.dtype, attn.dtype, positions.dtype)
         assert ids.shape == attn.shape and positions.shape[0] == ids.shape[0], (ids.shape, positions.shape)
         lengths = attn.sum(1)
@@ -121,14 +122,16 @@ class FakeNetworks:
         with self._lock:
             self.calls.append((ids.shape[0], ids.shape[1], int(np.count_nonzero(positions))))
         rtd = np.where(attn > 0, self._rtd[ids], np.float32(0.0)).astype(np.float32)
-        rows, cols = np.nonzero(positions)  # row by row, each row's positions in order, as the real networks do
+        with np.errstate(divide="ignore"):
+            keep = suspected(np.log(rtd) - np.log1p(-rtd), positions, floor)
+        rows, cols = np.nonzero(keep)  # row by row, each row's positions in order, as the real networks do
         tokens = ids[rows, positions[rows, cols]]
         logits = np.zeros((len(tokens), self.vocab_size), dtype=np.float32)
         for n, t in enumerate(tokens.tolist()):
             logits[n, t] = self._own_logit
             for c, logit in self._prefer.get(t, ()):
                 logits[n, c] = logit
-        return rtd, LogProbs.from_logits(logits)
+        return rtd, LogProbs.from_logits(logits), keep
 
 
 def fake_bundle(out: Path) -> Bundle:

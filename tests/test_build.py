@@ -97,14 +97,15 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     fixer = Corrector.load(out / "bundle", device="cpu")
     text = "今天天汽很好，hello！"
     assert len(fixer.correct(text).target) == len(text)
-    assert fixer.has_lm and fixer.bundle.manifest.ranker["fitted"] and fixer.networks.joint
+    assert fixer.has_lm and fixer.bundle.manifest.ranker["fitted"] and fixer.networks.split  # body and head apart
     assert fixer.name == "default"  # the export's --name
     recorded = fixer.bundle.manifest.provenance["recipe"]
     assert recorded["name"] == "tiny" and recorded["sha256"] == hashlib.sha256(recipe.read_bytes()).hexdigest()
     assert [s["name"] for s in recorded["settings"]["stage"]] == names
     assert set(fixer.bundle.manifest.metrics) == {"sighan15_test", "sighan15_test_no_lm", "dev_split_lm_cross_fitted",
                                                   "dev_split_no_lm"}
-    assert fixer.bundle.manifest.corrector_defaults == {"protect_foreign_names": 0.005}
+    assert fixer.bundle.manifest.corrector_defaults == {"protect_foreign_names": 0.005, "rtd_floor": 0.001}
+    assert fixer.ranker.meta["calibration_rule"]["with_lm"]["form"] == "logistic"  # the calibrate stage
     assert (out / "finetune" / "provenance.json").is_file() and (out / "lm" / "folds").is_dir()
 
     records = {n: (out / "state" / f"{n}.json").read_text(encoding="utf-8") for n in names}
@@ -117,7 +118,7 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
                       encoding="utf-8")
     assert build.main([*args, "--plan"]) == 0
     planned = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
-    again = ("veto", "threshold", "metrics")
+    again = ("veto", "threshold", "calibrate", "metrics")
     assert planned == {n: ("runs" if n in again else "up to date") for n in names}
     assert build.main(args) == 0
     assert stages_said(capsys.readouterr().out) == {n: ("runs" if n in again else "up to date") for n in names}
@@ -191,7 +192,7 @@ def test_default_recipe_plan_names_every_stage_in_order(tmp_path, capsys):
     plan = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert plan == ["prepare", "similarity", "splits", "candidates", "lm", "csc_data", "pretrain_cpu", "pretrain",
                     "finetune", "csc_native", "finetune_native", "finetune_native2", "ranker_pairs", "export",
-                    "evidence", "ranker", "veto", "threshold", "metrics"]
+                    "evidence", "ranker", "veto", "threshold", "calibrate", "metrics"]
     pair = tmp_path / "pair"
     (pair / "discriminator").mkdir(parents=True)
     assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),

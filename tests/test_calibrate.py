@@ -41,14 +41,21 @@ def test_recalibrate_keeps_the_edits_and_learns_the_new_map():
     assert new.pick(False) == ranker.pick(False) and new.threshold_no_lm == ranker.threshold_no_lm  # the other kept
 
 
-def test_recalibrate_keeps_the_calibration_where_the_threshold_is_off_the_new_knots():
+def test_recalibrate_moves_the_threshold_even_off_the_edits():
+    """The logistic map runs from 0 to 1, so a threshold whose probability no edit reached still maps to one
+    confidence, and the same edits are made; edits that are all right (nothing to fit) keep the calibration."""
     from training.fitting.calibrate import recalibrate
 
     p, right = edits()
-    low = p < 0.5  # edits only below the threshold's probability: nothing says what it means now
+    low = p < 0.5  # edits only below the threshold's probability
     ranker = HEURISTIC.with_scorer(True, Scorer({"keep": 1.0}, calibration=OLD)).with_threshold(True, 0.9)
     new, done = recalibrate(ranker, True, (p[low], right[low]))
-    assert new == ranker and "kept" in done and done["threshold"] == [0.9, 0.9]
+    probability = ranker.pick(True).uncalibrate(0.9)
+    assert "kept" not in done and done["threshold"][0] == 0.9 and done["form"] == "logistic"
+    assert new.threshold == pytest.approx(float(new.pick(True).calibrate(probability)), abs=1e-4)
+    assert new.pick(True).uncalibrate(new.threshold) == pytest.approx(probability, abs=1e-3)
+    same, done = recalibrate(ranker, True, (p, np.ones_like(p)))
+    assert same == ranker and "right and wrong" in done["kept"]
 
 
 @pytest.mark.parametrize("use_lm", [True, False])

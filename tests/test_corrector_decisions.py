@@ -182,3 +182,28 @@ def test_shortlist_cuts_candidates_but_keeps_custom_pairs(fake_tiny_bundle):
 def test_use_lm_without_an_lm_changes_nothing(fake_forced):
     assert not fake_forced.has_lm
     assert fake_forced.correct_batch(SENTENCES, use_lm=False) == fake_forced.correct_batch(SENTENCES)
+
+
+def test_rtd_floor_looks_only_at_suspected_characters(typos):
+    """The discriminator says 0.9, 0.8, 0.7, 0.1 of 汽末侯拔: with rtd_floor 0.75 only the first two are sites (the
+    generator is asked nowhere else); the others are kept as written, and explain says why."""
+    asked = len(typos.networks.calls)
+    c = typos.correct(TYPOS, rtd_floor=0.75)
+    assert c.target == "气未侯拔" and [e.position for e in c.edits] == [0, 1]
+    assert typos.correct(TYPOS, rtd_floor=0.7).target == "气未候拔"  # reaching the floor is enough
+    assert typos.correct(TYPOS, rtd_floor=0.0).to_dict() == typos.correct(TYPOS).to_dict()
+    ex = typos.explain(TYPOS, rtd_floor=0.75)
+    assert [ch.decision.split(" (")[0] for ch in ex.chars[2:]] == ["kept: unsuspected"] * 2
+    assert [ch.rtd_prob for ch in ex.chars] == pytest.approx([0.9, 0.8, 0.7, 0.1])
+    assert ex.chars[2].candidates == [] and "below rtd_floor 0.75" in ex.chars[2].decision
+    assert len(typos.networks.calls) > asked
+
+
+def test_a_stray_traditional_character_is_looked_at_whatever_the_floor(fake_tiny_bundle):
+    """In simplified text a traditional character is a typo the script rule fixes; the floor never hides it."""
+    fix = fake_corrector(fake_tiny_bundle)
+    text = "我們去公园散步吧"
+    for floor in (0.0, 0.5, 1.0):
+        c = fix.correct(text, rtd_floor=floor)
+        assert c.target == "我们去公园散步吧" and [(e.position, e.reason) for e in c.edits] == [(1, "script")]
+    assert not fix.correct("我们去公园散步吧", rtd_floor=1.0).edits

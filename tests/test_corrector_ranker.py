@@ -60,7 +60,7 @@ def test_calibrated_ranker_reports_confidences_and_thresholds_on_them(fake_tiny_
 
     plain = custom_ranker_corrector(fake_tiny_bundle, confusions=CUSTOM_PAIRS)
     cal = custom_ranker_corrector(fake_tiny_bundle, confusions=CUSTOM_PAIRS)
-    scorer = replace(cal.ranker.scorer, calibration=((0.0, 0.5, 0.9), (0.0, 0.2, 0.5)))
+    scorer = replace(cal.ranker.scorer, calibration=((0.0, 0.5, 0.9, 1.0), (0.0, 0.2, 0.5, 1.0)))
     cal.ranker = replace(cal.ranker, scorer=scorer, scorer_no_lm=scorer, threshold=float(scorer.calibrate(0.5)),
                          threshold_no_lm=float(scorer.calibrate(0.5)))
     for text in CUSTOM_TEXTS:

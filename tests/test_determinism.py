@@ -86,8 +86,8 @@ def test_thread_count_changes_nothing(tiny_bundle, precision):
     assert one.workers == 1 and four.workers == (4 if precision == "int8" else 1)  # int8: rows side by side
     assert np.array_equal(one.discriminate(ids, attn), four.discriminate(ids, attn))
     assert np.array_equal(one.generate(ids, attn, pos), four.generate(ids, attn, pos))
-    rtd_1, lp_1 = one.run(ids, attn, pos)
-    rtd_4, lp_4 = four.run(ids, attn, pos)
+    rtd_1, lp_1, _ = one.run(ids, attn, pos)
+    rtd_4, lp_4, _ = four.run(ids, attn, pos)
     assert np.array_equal(rtd_1, rtd_4) and np.array_equal(lp_1.logits, lp_4.logits)
     assert np.array_equal(rtd_1, one.discriminate(ids, attn))  # both networks at once = each alone
     np.testing.assert_allclose(lp_1.dense(), one.generate(ids, attn, pos).reshape(-1, lp_1.vocab_size),
@@ -164,9 +164,9 @@ def test_the_next_batch_runs_on_the_networks_while_this_one_is_decided(fake_deco
     seen: list[str] = []
     sites = type(fake_decoder).sites
 
-    def spy(self, batch):
+    def spy(self, batch, settings=None):
         seen.append(threading.current_thread().name)
-        return sites(self, batch)
+        return sites(self, batch, settings)
 
     monkeypatch.setattr(type(fake_decoder), "sites", spy)
     assert [c.to_dict() for c in fake_decoder.correct_batch(texts, batch_size=1)] == alone

@@ -241,7 +241,7 @@ def test_joint_networks_match_a_pair_run_on_the_same_weights(joint_bundle, batch
     graphs, cpu_graphs = bundle.onnx_files(precision)
     joint = OnnxNetworks(graphs, "cpu", 0, cpu_graphs, dynamic_int8=True)
     assert joint.joint and joint.rows_alone == (precision == "int8")
-    rtd, lp = joint.run(ids, attn, positions)
+    rtd, lp, _ = joint.run(ids, attn, positions)
     if precision == "fp32":
         import torch
         import transformers
@@ -259,13 +259,13 @@ def test_joint_networks_match_a_pair_run_on_the_same_weights(joint_bundle, batch
                  "logits": {0: "b", 1: "p"}})
         pair = OnnxNetworks({"discriminator": pair_dir / "discriminator.onnx", "generator": pair_dir / "generator.onnx"},
                             device="cpu")
-        want_rtd, want_lp = pair.run(ids, attn, positions)
+        want_rtd, want_lp, _ = pair.run(ids, attn, positions)
         assert np.abs(rtd - want_rtd)[attn.astype(bool)].max() <= TOLERANCE
         assert np.abs(lp.dense() - want_lp.dense()).max() <= TOLERANCE
     else:  # one row at a time: each row's outputs are what that row gives alone
         for r in range(len(ids)):
             n = int(attn[r].sum())
-            one_rtd, one_lp = joint.run(ids[r : r + 1, :n], attn[r : r + 1, :n], positions[r : r + 1])
+            one_rtd, one_lp, _ = joint.run(ids[r : r + 1, :n], attn[r : r + 1, :n], positions[r : r + 1])
             assert np.array_equal(one_rtd[0], rtd[r, :n])
             rows = slice(int(np.count_nonzero(positions[:r])), int(np.count_nonzero(positions[: r + 1])))
             assert np.array_equal(one_lp.dense(), lp.dense()[rows])
@@ -302,5 +302,81 @@ def test_a_broken_joint_bundle_is_named_in_one_line(joint_bundle, tmp_path):
     (copy / "onnx/joint.onnx").unlink()  # now a pair bundle without its graphs
     with pytest.raises(CorrectorError, match="missing onnx/discriminator.onnx"):
         Corrector.load(copy, device="cpu")
-    with pytest.raises(CorrectorError, match="must be discriminator and generator, or joint"):
+    with pytest.raises(CorrectorError, match="must be discriminator and generator, joint, or body and head"):
         OnnxNetworks({"generator": joint_bundle / "onnx/joint.onnx"}, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def split_bundle(joint_bundle, tmp_path_factory) -> Path:
+    """The joint bundle with its graphs cut into body and head (``python -m training.bundle.onnx_split``)."""
+    out = Path(shutil.copytree(joint_bundle, tmp_path_factory.mktemp("split") / "split"))
+    proc = subprocess.run([sys.executable, "-m", "training.bundle.onnx_split", "--model", str(out)], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_a_split_bundle_holds_the_body_and_the_head(split_bundle):
+    from corrector.bundle import Bundle
+
+    assert sorted(p.name for p in (split_bundle / "onnx").iterdir()) == [
+        "body.int8.onnx", "body.onnx", "head.int8.onnx", "head.onnx"]
+    bundle = Bundle.load(split_bundle)
+    assert bundle.graph_names == ("body", "head") and bundle.manifest.onnx["layout"] == "body+head"
+    assert bundle.manifest.onnx["split_max_abs_diff_vs_joint"]["split.int8"] == 0.0
+    assert not any("joint" in f for f in bundle.manifest.files)
+    proc = subprocess.run([sys.executable, "-m", "training.bundle.onnx_split", "--model", str(split_bundle)],
+                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    one_line_error(proc, "not one joint graph")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_split_networks_give_the_joint_graphs_numbers_and_run_the_head_only_where_suspected(
+        joint_bundle, split_bundle, batch, precision):
+    """At every asked position the split graphs give what the joint graph gives (int8: bit for bit). With a
+    floor, the head runs only at the asked positions whose P(replaced) reaches it, and there gives what the joint
+    graph gives when asked at those positions alone."""
+    from corrector.bundle import Bundle
+    from corrector.runtime import suspected
+
+    ids, attn, positions = batch
+    nets = {}
+    for name, root in (("joint", joint_bundle), ("split", split_bundle)):
+        graphs, cpu_graphs = Bundle.load(root).onnx_files(precision)
+        nets[name] = OnnxNetworks(graphs, "cpu", 0, cpu_graphs, dynamic_int8=True)
+    assert nets["split"].split and nets["split"].rows_alone == (precision == "int8")
+    same = np.array_equal if precision == "int8" else (lambda a, b: np.allclose(a, b, atol=TOLERANCE))
+    rtd, lp, keep = nets["split"].run(ids, attn, positions)
+    want_rtd, want_lp, _ = nets["joint"].run(ids, attn, positions)
+    real = attn.astype(bool)
+    assert same(rtd[real], want_rtd[real]) and same(lp.logits, want_lp.logits) and keep.sum() == len(lp)
+    probs = np.take_along_axis(rtd, positions, axis=1)
+    floor = np.full(positions.shape, float(np.median(probs[positions > 0])))
+    floor[:, 0] = 0.0  # a floor per position: the first of each row is always asked
+    rtd_f, lp_f, keep_f = nets["split"].run(ids, attn, positions, floor)
+    logits = np.log(rtd) - np.log1p(-rtd)
+    assert np.array_equal(keep_f, suspected(logits, positions, floor)) or precision == "fp32"
+    assert np.array_equal(keep_f, (probs >= floor) & (positions > 0)) or precision == "int8"
+    assert 0 < keep_f.sum() < keep.sum() and keep_f[:, 0][positions[:, 0] > 0].all()
+    assert same(rtd_f[real], rtd[real])
+    kept = np.zeros_like(positions)
+    for r in range(len(positions)):
+        kept[r, : keep_f[r].sum()] = positions[r][keep_f[r]]
+    _, want_kept, _ = nets["joint"].run(ids, attn, kept)
+    assert same(lp_f.logits, want_kept.logits)
+    for name in ("joint", "split"):  # graphs that ran the head everywhere give the same answer for the floor
+        assert np.array_equal(nets[name].run(ids, attn, positions, floor)[2], keep_f) or precision == "fp32"
+
+
+def test_corrector_on_a_split_bundle_matches_the_joint_one(joint_bundle, split_bundle):
+    """rtd_floor 0 (the library default): every site looked at, the same corrections as the joint graph (int8
+    graphs: the same numbers)."""
+    texts = ["今天天汽很好", "", "hello 未来中国", "我们去公园散步吧，他已经知道自己错了！"]
+    joint = Corrector.load(joint_bundle, device="cpu", threshold=0.0, precision="int8")
+    split = Corrector.load(split_bundle, device="cpu", threshold=0.0, precision="int8")
+    assert split.networks.split and split.networks.precision == "int8"
+    assert [c.to_dict() for c in split.correct_batch(texts)] == [c.to_dict() for c in joint.correct_batch(texts)]
+    every = split.explain(texts[3], rtd_floor=1.0)  # nothing reaches P(replaced) 1: no site, no edit
+    assert not every.correction.edits
+    cjk = [c for c in every.chars if "\u4e00" <= c.char <= "\u9fff"]
+    assert cjk and all(c.decision.startswith("kept: unsuspected") and c.candidates == [] for c in cjk)

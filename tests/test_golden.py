@@ -109,6 +109,7 @@ _STATUSES = [  # the decision strings of explain, by what they say; the first ma
     (re.compile(r"^no candidates"), "no_candidates"),
     (re.compile(r"not above the threshold"), "below_threshold"),
     (re.compile(r"rounds of edits ran out"), "rounds_out"),
+    (re.compile(r"^kept: unsuspected"), "unsuspected"),
     (re.compile(r"^protected"), "protected"),
     (re.compile(r"^not editable"), "not_editable"),
 ]
@@ -151,7 +152,7 @@ def fingerprint(fixer: Corrector) -> list[float]:
     logit at each character, to 6 decimals."""
     ids = np.array([[fixer.vocab.index(t) for t in ("[CLS]", *PROBE, "[SEP]")]], dtype=np.int64)
     positions = np.array([[*range(1, len(PROBE) + 1), 0, 0]], dtype=np.int64)  # the generator at every character
-    rtd, gen = fixer.networks.run(ids, np.ones_like(ids), positions)
+    rtd, gen, _ = fixer.networks.run(ids, np.ones_like(ids), positions)
     return [round(float(x), 6) for x in [*rtd[0], *gen.best]]
 
 

@@ -19,6 +19,9 @@ class Sites:
     src_id: np.ndarray  # (n,) its vocab id
     rtd: np.ndarray  # (n,) the discriminator's P(replaced)
     logprobs: LogProbs  # (n, V) the generator's log-probabilities there
+    # the editable characters that are no site, the discriminator's P(replaced) there below ``rtd_floor``:
+    # (chunk, character position, P(replaced)) each
+    unsuspected: tuple[tuple[int, int, float], ...] = ()
 
     def __len__(self) -> int:
         return len(self.src)
@@ -26,7 +29,7 @@ class Sites:
     def take(self, keep: np.ndarray) -> Sites:
         """The sites where ``keep`` is true."""
         return Sites(self.chunk[keep], self.char[keep], [s for s, k in zip(self.src, keep) if k],
-                     self.src_id[keep], self.rtd[keep], self.logprobs.take(keep))
+                     self.src_id[keep], self.rtd[keep], self.logprobs.take(keep), self.unsuspected)
 
 
 @dataclass

@@ -36,7 +36,8 @@ from corrector.manifest import Manifest
 from corrector.tokenize import read_vocab_list
 from corrector.types import CorrectorError
 
-from .onnx_export import OPSET, compact_pair, export_pair, quantize_pair
+from .onnx_export import OPSET, compact_pair, export_pair, quantize_pair, shares_body
+from .onnx_split import split_graphs
 
 
 def load_pair(disc_dir: Path, gen_dir: Path):
@@ -65,9 +66,11 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
                  char_freq: dict[str, int] | None = None, provenance: dict | None = None,
                  metrics: dict | None = None, corrector_defaults: dict | None = None,
                  max_seq_len: int | None = None, half: bool = True, int8: bool = True,
-                 cpu_onnx: str = "fp32", evidence: Evidence | None = None) -> Manifest:
+                 cpu_onnx: str = "fp32", evidence: Evidence | None = None, split_head: bool = False) -> Manifest:
     """Save both networks (fp16 safetensors by default), ONNX (checked against torch) and its int8 copies,
-    tables, manifest. ``cpu_onnx="int8"`` makes the int8 graphs the CPU default (measure F1 and speed first)."""
+    tables, manifest. ``cpu_onnx="int8"`` makes the int8 graphs the CPU default (measure F1 and speed first).
+    ``split_head``: a joint graph is stored as its body and head apart (``onnx_split``), so the Corrector can
+    run the vocabulary head only where the discriminator suspects a character."""
     if cpu_onnx not in ("fp32", "int8") or (cpu_onnx == "int8" and not int8):
         raise ValueError(f"cpu_onnx must be 'fp32' or 'int8' (with int8 graphs written), got {cpu_onnx!r}")
     out = Path(out)
@@ -89,6 +92,11 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
         if int8:
             onnx_info["int8_vs_fp32"] = quantize_pair(tmp / "onnx", disc.config.vocab_size, max_len)
         onnx_info["fp16_stored_bytes_saved"] = compact_pair(tmp / "onnx", disc.config.vocab_size, max_len)
+        if split_head and shares_body(disc, gen):
+            written = split_graphs(tmp / "onnx", disc.config.vocab_size, max_len)
+            onnx_info["layout"] = "body+head"
+            onnx_info["split_max_abs_diff_vs_joint"] = {Path(f).name.removesuffix(".onnx").replace("body", "split"): d
+                                                        for f, d in written.items() if "/body" in f}
         if similarity is not None:  # the tables only, not a confusion .npy that may sit beside them
             shutil.copytree(similarity, tmp / SIMILARITY_DIR,
                             ignore=lambda d, names: [n for n in names if n not in ("pinyin.tsv", "shape.tsv", "meta.json")])
@@ -219,6 +227,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--defaults", type=Path, default=None, help="JSON of tuned corrector settings to embed")
     ap.add_argument("--full-precision", action="store_true", help="keep fp32 safetensors (default fp16)")
     ap.add_argument("--no-int8", dest="int8", action="store_false", help="skip the int8-quantised ONNX copies")
+    ap.add_argument("--split-head", action="store_true",
+                    help="store a joint graph as its body and vocabulary head apart (the head then runs only where "
+                         "the RTD score reaches the rtd_floor setting)")
     ap.add_argument("--cpu-onnx", choices=["fp32", "int8"], default="fp32",
                     help="graphs the Corrector runs on CPU by default (int8 only after measuring its F1 and speed)")
     args = ap.parse_args(argv)
@@ -261,7 +272,7 @@ def export_run(args: argparse.Namespace, evidence: Evidence) -> Manifest:
     return write_bundle(disc, gen, vocab, args.out, name=args.name or args.out.name,
                         similarity=args.similarity, provenance=provenance, metrics=metrics,
                         corrector_defaults=defaults, half=not args.full_precision, int8=args.int8,
-                        cpu_onnx=args.cpu_onnx, evidence=evidence)
+                        cpu_onnx=args.cpu_onnx, evidence=evidence, split_head=args.split_head)
 
 
 if __name__ == "__main__":

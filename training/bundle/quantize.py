@@ -64,6 +64,9 @@ def quantize_static_pair(onnx_dir: Path, rows: Sequence[Sequence[int]], per_chan
 
     if not rows:
         raise ValueError("static quantisation needs calibration rows")
+    if graph_names(onnx_dir.parent) == ("body", "head"):
+        raise ValueError("static quantisation reads a joint graph or the pair: quantise before splitting the joint "
+                         "graph (training.bundle.onnx_split)")
     root = logging.getLogger()
     level, root.level = root.level, logging.ERROR  # quantize_static warns about optional pre-processing
     try:

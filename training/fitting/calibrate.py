@@ -8,8 +8,9 @@
 confidence is right differs by domain (lemon_dev, 2026-11-27: applied edits were right 82% of the time in contracts,
 41% in game text, at the same mean confidence 0.79), and a confidence is what a user filters and highlights by. This
 decodes every ``--on`` set (and, with ``--data``, the dev split, each pair with the LM fold that did not count it)
-at threshold 0.05 with the probabilities uncalibrated, pools their edits, and fits the isotonic regression of "the
-edit is right" on the probability (``ranker.fit_isotonic``, its smallest block chosen by two-fold cross-fitting). Both scorers (with and without the LM) are calibrated again, and each threshold
+at threshold 0.05 with the probabilities uncalibrated, pools their edits, and fits a logistic map of "the edit is
+right" on the probability's log-odds (``calibration_map``: strictly increasing from 0 to 1, so confidences keep
+the ranker's order all the way up). Both scorers (with and without the LM) are calibrated again, and each threshold
 moves with its calibration (the same probability, its new confidence), so the same edits are made: only what a
 confidence means changes (a scorer whose threshold's probability falls outside the new knots, where the map is
 flat, keeps its calibration). Writes the bundle's ranker.json, the rule in its meta.
@@ -30,8 +31,9 @@ from corrector.rank import IDENTITY, RankerWeights
 
 from ..data.csc_data import read_pairs
 from ..data.splits import dev_pairs
+from .calibration_map import fit_calibration
 from .crossfit import Folds
-from .ranker import choose_min_block, dev_edits, fit_isotonic
+from .ranker import dev_edits
 
 
 def recalibrate(ranker: RankerWeights, use_lm: bool, edits: tuple[np.ndarray, np.ndarray]) -> tuple[RankerWeights, dict]:
@@ -42,14 +44,16 @@ def recalibrate(ranker: RankerWeights, use_lm: bool, edits: tuple[np.ndarray, np
     p, right = edits
     if not len(p):
         return ranker, {"edits": 0, "share_right": 0.0, "kept": "no edits", "threshold": [old, old]}
-    min_block = choose_min_block(p, right)
-    cal = fit_isotonic(p, right, min_block)
+    try:
+        cal, params = fit_calibration(p, right)
+    except ValueError as e:  # all right, all wrong, or ordered the wrong way round: nothing to say
+        return ranker, {"edits": len(p), "share_right": round(float(right.mean()), 4), "kept": str(e),
+                        "threshold": [old, old]}
     probability = scorer.uncalibrate(old)
     new_scorer = replace(scorer, calibration=cal)
     # the new confidence of the old threshold's probability: calibrate(p) > new exactly where p > probability
     # (both knot rows strictly increase), unless the probability lies on a flat end of the map
-    done = {"edits": len(p), "share_right": round(float(right.mean()), 4), "min_block": min_block,
-            "knots": len(cal[0])}
+    done = {"edits": len(p), "share_right": round(float(right.mean()), 4), **params, "knots": len(cal[0])}
     if not cal[0][0] < probability < cal[0][-1]:  # too few edits around it to say what it means: as it was
         return ranker, {**done, "kept": f"the threshold's probability {probability:.4f} is outside the knots "
                                         f"({cal[0][0]:.4f} .. {cal[0][-1]:.4f})", "threshold": [old, old]}
@@ -100,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         p, right, counts = collect(fix, folds, sets, dev, use_lm)
         ranker, done = recalibrate(ranker, use_lm, (p, right))
         report[key] = {**done, "edits_by_set": counts}
-        print(f"{key}: {len(p)} edits ({counts}), {done.get('knots', 0)} knots, blocks of >= {done.get('min_block')}; "
+        print(f"{key}: {len(p)} edits ({counts}), logistic a={done.get('a')} b={done.get('b')}; "
               f"threshold {done['threshold'][0]} -> {done['threshold'][1]}"
               + (f"; calibration kept: {done['kept']}" if "kept" in done else "") + f" ({time.time() - t0:.0f} s)",
               flush=True)

@@ -41,6 +41,7 @@ from corrector.stages import Chunk, assemble
 
 from ..data.csc_data import read_pairs
 from ..data.splits import dev_pairs, train_pairs
+from .calibration_map import fit_calibration
 from .crossfit import Folds
 from .metrics import csc_metrics
 
@@ -580,20 +581,20 @@ def main(argv: list[str] | None = None) -> None:
     everyone.set(ranker=RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"],
                                       best["threshold_no_lm"]),
                  config=fix.config.with_overrides(shortlist=best["shortlist"]))
-    # 4. calibration: isotonic regression of each scorer's edit probabilities on the dev edits; the thresholds
-    # (chosen on the probabilities) move with it, so the same edits are made
+    # 4. calibration: a logistic map of each scorer's edit probabilities on the dev edits (strictly increasing
+    # from 0 to 1: calibration_map); the thresholds (chosen on the probabilities) move with it, the same edits made
     for key, use_lm in (("with_lm", True), ("no_lm", False)):
         p, right = dev_edits(dev_fix, dev, use_lm=use_lm)
-        min_block = choose_min_block(p, right)
-        cal = fit_isotonic(p, right, min_block)
+        try:
+            cal, params = fit_calibration(p, right)
+        except ValueError as e:  # too few or one-sided edits: confidences stay the probabilities
+            cal, params = IDENTITY, {"form": "identity", "why": str(e)}
         best[key] = replace(best[key], calibration=cal)
-        report[f"calibration_min_block_{key}"] = min_block
+        report[f"calibration_{key}"] = params
         th = "threshold_lm" if use_lm else "threshold_no_lm"
         best[th] = float(best[key].calibrate(best[th]))
-        report[f"calibration_{key}"] = cal
-    print(f"calibration: {len(report['calibration_with_lm'][0])} knots, blocks of >= "
-          f"{report['calibration_min_block_with_lm']} edits (no LM {len(report['calibration_no_lm'][0])}, >= "
-          f"{report['calibration_min_block_no_lm']})", flush=True)
+    print(f"calibration: logistic, with the LM {report['calibration_with_lm']}, without {report['calibration_no_lm']}",
+          flush=True)
     everyone.set(ranker=RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"],
                                       best["threshold_no_lm"]))
     report["reliability_dev"] = reliability(dev_fix, dev, a.plot)
