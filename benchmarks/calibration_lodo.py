@@ -34,10 +34,10 @@ def maps(p: np.ndarray, right: np.ndarray) -> dict[str, tuple[tuple[float, ...],
 
 def judge(knots: tuple[tuple[float, ...], tuple[float, ...]], p: np.ndarray, right: np.ndarray) -> dict:
     c = np.interp(p, *knots)
-    table = reliability_table(c, right)
-    return {"ece": table[-1]["mean_confidence"], "brier": round(float(((c - right) ** 2).mean()), 4),
+    table, ece = reliability_table(c, right)
+    return {"ece": ece, "brier": round(float(((c - right) ** 2).mean()), 4),
             "top_confidence": round(float(knots[1][-1]), 4), "distinct": int(len(np.unique(np.round(c, 4)))),
-            "bins": table[:-1]}
+            "bins": table}
 
 
 def main() -> None:
@@ -70,7 +70,7 @@ def main() -> None:
         print(f"\nSIGHAN-15, {form} map fitted on the four domains:")
         print("| bin | edits | mean confidence | share right |\n|---|---:|---:|---:|")
         for b in report["sighan15_test"][form]["bins"]:
-            print(f"| {b['bin']} | {b['edits']} | {b['mean_confidence']:.3f} | {b['share_right']:.3f} |")
+            print(f"| {b['bin']} | {b['edits']} | {b['mean_confidence']:.3f} | {b['share_correct']:.3f} |")
     if args.report:
         args.report.write_text(json.dumps(report, indent=1), encoding="utf-8")
 

@@ -18,14 +18,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-from dataclasses import replace
 from pathlib import Path
 
-from corrector.stages import assemble
 from training.data.csc_data import read_pairs
 from training.data.splits import dev_pairs
 from training.fitting.evaluate import run
-from training.fitting.metrics import csc_metrics
+from training.fitting.ranker import sweep
 
 DOMAINS = ("enc", "mec", "cot", "gam")
 
@@ -36,26 +34,6 @@ def parse_grid(items: list[str]) -> list[dict[str, float]]:
         name, _, values = item.partition("=")
         axes.append([(name, float(v)) for v in values.split(",")])
     return [dict(point) for point in itertools.product(*axes)]
-
-
-def decode_at(fix, pairs: list[tuple[str, str]], point: dict, thresholds: list[float | None],
-              chunk: int = 256) -> list[dict]:
-    """Strict sentence correction F1 and FPR of ``pairs`` at ``point``, one per threshold (networks and features
-    computed once per text, each threshold decided on them)."""
-    preds: list[list[str]] = [[] for _ in thresholds]
-    for s in range(0, len(pairs), chunk):
-        prepared = fix.prepare([p[0] for p in pairs[s : s + chunk]], **point)
-        decided: list[list] = [[] for _ in thresholds]
-        for scored in fix.score(prepared):
-            for k, t in enumerate(thresholds):
-                decided[k].append(fix.decide(scored, replace(prepared.settings, threshold=t)))
-        for k in range(len(thresholds)):
-            preds[k] += [c.target for c in assemble(prepared, decided[k])]
-    out = []
-    for pred in preds:
-        r = csc_metrics((src, tgt, p) for (src, tgt), p in zip(pairs, pred))
-        out.append({"f1": r["sentence_correction"]["f1"], "fpr": r["false_positive_rate"]})
-    return out
 
 
 def choose(scores: dict[str, list[dict]], sets: list[str], max_fpr: float, tie: float, max_fpr_dev: float = 0.08) -> int:
@@ -85,9 +63,9 @@ def main() -> None:
     from corrector import Corrector
 
     fix = Corrector.load(args.model)
-    thresholds: list[float | None] = [float(t) for t in args.thresholds.split(",")] if args.thresholds else [None]
+    thresholds = [float(t) for t in args.thresholds.split(",")] if args.thresholds else [fix.threshold()]
     points = parse_grid(args.grid)
-    grid = [{**p, **({"threshold": t} if t is not None else {})} for p in points for t in thresholds]
+    grid = [{**p, "threshold": t} for p in points for t in thresholds]
     sets = {d: read_pairs(args.data / "csc" / "lemon_dev" / f"{d}.tsv") for d in DOMAINS}
     sets["dev_split"] = dev_pairs(args.data)
     scores: dict[str, list[dict]] = {name: [] for name in sets}
@@ -97,8 +75,9 @@ def main() -> None:
             ap.error(f"{args.scores} was run on another grid: {earlier['grid']}")
         scores, points = earlier["scores"], []
     for point in points:
-        for name, pairs in sets.items():
-            scores[name] += decode_at(fix, pairs, point, thresholds)
+        for name, pairs in sets.items():  # networks and features once, each threshold decided on them
+            scores[name] += [{"f1": r["sentence_correction"]["f1"], "fpr": r["false_positive_rate"]}
+                             for r in sweep(fix, pairs, thresholds, **point)]
         for k in range(len(thresholds), 0, -1):
             print(grid[len(scores["dev_split"]) - k],
                   " ".join(f"{n} {scores[n][-k]['f1']:.3f}/{scores[n][-k]['fpr']:.3f}" for n in sets), flush=True)

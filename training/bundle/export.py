@@ -37,7 +37,7 @@ from corrector.tokenize import read_vocab_list
 from corrector.types import CorrectorError
 
 from .onnx_export import OPSET, compact_pair, export_pair, quantize_pair, shares_body
-from .onnx_split import split_graphs
+from .onnx_split import split_graphs, split_record
 
 
 def load_pair(disc_dir: Path, gen_dir: Path):
@@ -93,10 +93,7 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
             onnx_info["int8_vs_fp32"] = quantize_pair(tmp / "onnx", disc.config.vocab_size, max_len)
         onnx_info["fp16_stored_bytes_saved"] = compact_pair(tmp / "onnx", disc.config.vocab_size, max_len)
         if split_head and shares_body(disc, gen):
-            written = split_graphs(tmp / "onnx", disc.config.vocab_size, max_len)
-            onnx_info["layout"] = "body+head"
-            onnx_info["split_max_abs_diff_vs_joint"] = {Path(f).name.removesuffix(".onnx").replace("body", "split"): d
-                                                        for f, d in written.items() if "/body" in f}
+            onnx_info |= split_record(split_graphs(tmp / "onnx", disc.config.vocab_size, max_len))
         if similarity is not None:  # the tables only, not a confusion .npy that may sit beside them
             shutil.copytree(similarity, tmp / SIMILARITY_DIR,
                             ignore=lambda d, names: [n for n in names if n not in ("pinyin.tsv", "shape.tsv", "meta.json")])

@@ -106,6 +106,14 @@ def split_graphs(onnx_dir: Path, vocab_size: int, max_len: int = 37) -> dict[str
     return written
 
 
+def split_record(written: dict[str, float]) -> dict:
+    """What the manifest's ``onnx`` section says of a split (:func:`split_graphs`'s result): the layout, and how far
+    each pair of graphs is from the joint graph it was cut from."""
+    return {"layout": "body+head",
+            "split_max_abs_diff_vs_joint": {Path(f).name.removesuffix(".onnx").replace("body", "split"): d
+                                            for f, d in written.items() if "/body" in f}}
+
+
 def split_bundle(root: Path) -> dict[str, float]:
     """Split a bundle's joint graphs in place and list the new files in its manifest."""
     bundle = Bundle.load(root)
@@ -114,9 +122,7 @@ def split_bundle(root: Path) -> dict[str, float]:
     written = split_graphs(root / "onnx", bundle.manifest.vocab_size, min(37, bundle.max_seq_len))
     manifest = bundle.manifest
     manifest.files = sorted({f for f in manifest.files if "/joint." not in f} | set(written))
-    manifest.onnx = {**manifest.onnx, "layout": "body+head",
-                     "split_max_abs_diff_vs_joint": {Path(f).name.removesuffix(".onnx").replace("body", "split"): d
-                                                     for f, d in written.items() if "/body" in f}}
+    manifest.onnx = {**manifest.onnx, **split_record(written)}
     (root / MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
     Bundle.load(root)  # still a valid bundle
     return written

@@ -78,9 +78,9 @@ def fit_calibration(p: np.ndarray, right: np.ndarray) -> tuple[tuple[tuple[float
     return logistic_knots(a, b), {"form": "logistic", "a": round(a, 6), "b": round(b, 6)}
 
 
-def reliability_table(confidence: np.ndarray, right: np.ndarray, bins: int = 10) -> list[dict]:
-    """Edits bucketed by confidence (bins of equal width up to 1.0): mean confidence against share right; and
-    the expected calibration error weighted by the bins' edits, in the last row."""
+def reliability_table(confidence: np.ndarray, right: np.ndarray, bins: int = 10) -> tuple[list[dict], float]:
+    """Edits bucketed by confidence (bins of equal width up to 1.0, the first from 0): mean confidence against
+    share right, and the expected calibration error weighted by the bins' edits."""
     c, y = np.asarray(confidence, np.float64), np.asarray(right, np.float64)
     edges = np.linspace(0, 1, bins + 1)
     rows, gap = [], 0.0
@@ -88,8 +88,6 @@ def reliability_table(confidence: np.ndarray, right: np.ndarray, bins: int = 10)
         m = (c > lo) & (c <= hi) if lo > 0 else (c >= lo) & (c <= hi)
         if m.any():
             rows.append({"bin": f"{lo:.1f}-{hi:.1f}", "edits": int(m.sum()),
-                         "mean_confidence": round(float(c[m].mean()), 3), "share_right": round(float(y[m].mean()), 3)})
+                         "mean_confidence": round(float(c[m].mean()), 3), "share_correct": round(float(y[m].mean()), 3)})
             gap += abs(float(c[m].mean()) - float(y[m].mean())) * int(m.sum())
-    rows.append({"bin": "ECE", "edits": int(len(c)), "mean_confidence": round(gap / max(len(c), 1), 4),
-                 "share_right": round(float(y.mean()), 3) if len(y) else 0.0})
-    return rows
+    return rows, round(gap / max(len(c), 1), 4)

@@ -29,7 +29,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from corrector.stages import Chunk, assemble
 
 from ..data.csc_data import read_pairs
 from ..data.splits import dev_pairs, train_pairs
-from .calibration_map import fit_calibration
+from .calibration_map import fit_calibration, reliability_table
 from .crossfit import Folds
 from .metrics import csc_metrics
 
@@ -387,14 +386,7 @@ def choose_min_block(p: np.ndarray, right: np.ndarray, sizes: tuple[int, ...] = 
 
 def reliability(fix: Corrector | Folds, pairs: list[tuple[str, str]], png: Path | None, bins: int = 10) -> list[dict]:
     """Applied edits on the pairs at threshold 0.05, bucketed by confidence: mean confidence vs share correct."""
-    c, y = dev_edits(fix, pairs)
-    edges = np.linspace(0, 1, bins + 1)
-    table: list[dict[str, Any]] = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        m = (c > lo) & (c <= hi)
-        if m.sum():
-            table.append({"bin": f"{lo:.1f}-{hi:.1f}", "edits": int(m.sum()), "mean_confidence": round(float(c[m].mean()), 3),
-                          "share_correct": round(float(y[m].mean()), 3)})
+    table, _ = reliability_table(*dev_edits(fix, pairs), bins)
     if png is not None and table:
         import matplotlib
 
