@@ -1,23 +1,18 @@
 # syntax=docker/dockerfile:1
-# The HTTP service (python -m service) with the default model bundle inside.
+# The HTTP service (python -m corrector serve) with the default model bundle inside.
 #
 #   GPU image:  docker build -t electra-csc .
 #               docker run --gpus all -p 8000:8000 electra-csc
 #   CPU image:  docker build --build-arg BASE_IMAGE=python:3.11-slim --build-arg ONNXRUNTIME=onnxruntime \
 #                 -t electra-csc:cpu .
 #
-# Without a Docker daemon, buildah builds and runs the same image (tests/test_container.py does, on a Debian base
-# made with debootstrap, which has no Python: the base stage installs it):
-#   buildah bud --isolation chroot --build-arg BASE_IMAGE=localhost/debian:bookworm \
-#     --build-arg ONNXRUNTIME=onnxruntime -t electra-csc:cpu .
-#   buildah run --isolation chroot --user 10001:10001 $(buildah from electra-csc:cpu) \
-#     python -m service --host 127.0.0.1 --port 8000
-# Behind a TLS-intercepting proxy, pip needs that proxy's CA bundle: mount it where apt does not write and name it,
-#   -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca.crt:ro --build-arg PIP_CERT=/run/host-ca.crt
+# Without a Docker daemon, buildah or podman build and run the same image: docs/containers.md (--format docker
+# keeps the HEALTHCHECK, which the OCI format has no field for).
 #
-# The GPU image also runs without a GPU: the corrector falls back to ONNX Runtime's CPU provider.
-# Needs data/electra_models/default (a bundle written by training/bundle/export.py) in the build context: it is
-# installed with the package (as corrector_models), which is where the service finds it by default.
+# The GPU image also runs without a GPU: the corrector falls back to ONNX Runtime's CPU provider and says why
+# at start-up. The CPU image never downloads the GPU runtime.
+# Needs data/electra_models/default (a bundle written by training/bundle/export.py) in the build context: its
+# inference files are installed with the package (as corrector.electra_models), where the service finds them.
 
 # CUDA 12 + cuDNN 9: what onnxruntime-gpu 1.20-1.26 wheels are built against (1.27+ need CUDA 13).
 ARG BASE_IMAGE=nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
@@ -43,22 +38,23 @@ FROM base AS build
 # onnxruntime-gpu (default) or onnxruntime (CPU-only, much smaller); the version range matches CUDA 12
 ARG ONNXRUNTIME=onnxruntime-gpu
 ARG ONNXRUNTIME_VERSION=">=1.20,<1.27"
-# a CA bundle for pip (a path inside the build), for a network whose proxy intercepts TLS; empty: pip's own
+# a CA bundle for pip (a path inside the build) where the network's proxy re-signs TLS; empty: pip's own
 ARG PIP_CERT=""
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY corrector ./corrector
 COPY service ./service
-COPY training ./training
 COPY data/electra_models ./data/electra_models
-# The service extra only: no torch, no training dependencies (training/ comes along as source only).
+# The service extra only: no torch, no training code. The package depends on the CPU runtime; the GPU image
+# replaces it with the CUDA one (both provide the module onnxruntime, so only one may be installed). The check
+# runs isolated (-I), so that it imports the installed package, not ./corrector.
 # hadolint ignore=DL3013
-RUN pip install "onnxruntime-gpu${ONNXRUNTIME_VERSION}" ".[service]" \
-    && if [ "${ONNXRUNTIME}" != "onnxruntime-gpu" ]; then \
-        pip uninstall -y onnxruntime-gpu \
-        && pip install "${ONNXRUNTIME}${ONNXRUNTIME_VERSION}"; \
+RUN pip install "onnxruntime${ONNXRUNTIME_VERSION}" ".[service]" \
+    && if [ "${ONNXRUNTIME}" = "onnxruntime-gpu" ]; then \
+        pip uninstall -y onnxruntime \
+        && pip install "onnxruntime-gpu${ONNXRUNTIME_VERSION}"; \
     fi \
-    && python -c "import onnxruntime, service.app, corrector.batch.command; print('onnxruntime', onnxruntime.__version__, onnxruntime.get_available_providers())"
+    && python -I -c "import onnxruntime, corrector.service.app, corrector.batch.command; print('onnxruntime', onnxruntime.__version__, onnxruntime.get_available_providers())"
 
 FROM base AS runtime
 COPY --from=build /opt/venv /opt/venv
@@ -74,4 +70,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4).status != 200)"]
 # SIGTERM (docker stop) shuts down gracefully: requests in flight finish, then the process exits
 STOPSIGNAL SIGTERM
-CMD ["python", "-m", "service", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["python", "-m", "corrector", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -22,6 +22,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
 import numpy as np
 
 from corrector import Corrector

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
 import numpy as np
 
 from corrector.bundle import Bundle

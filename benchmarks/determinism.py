@@ -18,6 +18,8 @@ import random
 import time
 from pathlib import Path
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
+
 OPTIONS = ("fp32", "int8-dynamic", "int8-rows", "int8-static")
 
 

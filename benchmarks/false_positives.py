@@ -17,6 +17,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
+
 from corrector import Corrector
 from training.data.csc_data import read_pairs
 from training.data.splits import dev_pairs

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
 import numpy as np
 import torch
 from transformers import ElectraForMaskedLM

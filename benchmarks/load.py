@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
+
 from service.spawn import DIRECT, ServerFailed, free_port, running
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,6 +20,8 @@ import itertools
 import json
 from pathlib import Path
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
+
 from training.data.csc_data import read_pairs
 from training.data.splits import dev_pairs
 from training.fitting.evaluate import run

@@ -27,6 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
 import numpy as np
 from candidate_recall import gold_views  # type: ignore[import-not-found]  # run as a script
 

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

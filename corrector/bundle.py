@@ -54,16 +54,17 @@ CANDIDATES_DIR = "candidates"
 LM_DIR = "lm"
 RANKER = "ranker.json"
 WORDS = "dictionary/words.npz"  # corrector.dictionary
-REQUIRED_FILES = (
+REQUIRED_FILES = (  # what inference reads, whatever the graphs
     "discriminator/config.json",
-    "discriminator/model.safetensors",
     VOCAB,
     "generator/config.json",
-    "generator/model.safetensors",
     "generator/vocab.txt",
     f"{SIMILARITY_DIR}/pinyin.tsv",
     f"{SIMILARITY_DIR}/shape.tsv",
 )
+# The networks' torch weights: training reads them (to continue, re-export or quantise), inference never does, so a
+# bundle without them (as the wheel installs it) still loads.
+TRAINING_FILES = ("discriminator/model.safetensors", "generator/model.safetensors")
 
 
 def graph_names(root: Path) -> tuple[str, ...]:
@@ -166,7 +167,7 @@ class Bundle:
         graphs = [ONNX_GRAPHS[n] for n in graph_names(root)]
         recommended = [ONNX_INT8[rel] for rel in graphs] if manifest.cpu_onnx == "int8" else []
         for rel in (*REQUIRED_FILES, *graphs, *manifest.files, *recommended):
-            if not (root / rel).is_file():
+            if not (root / rel).is_file() and rel not in TRAINING_FILES:
                 raise CorrectorError(f"incomplete model bundle {root}: missing {rel}")
         digest = sha256_file(root / VOCAB)
         if digest != manifest.vocab_sha256:

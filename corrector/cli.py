@@ -7,6 +7,7 @@
     python -m corrector similar 己                  # sound and shape neighbours
     python -m corrector batch --input corpus.txt --output out/   # corrector/batch/: a corpus, locally or on Ray
     python -m corrector settings                    # every decoding setting, with the value in force
+    python -m corrector serve --port 8000           # the HTTP service (the 'service' extra)
 
 Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.bundle.export --hf``.
 """
@@ -39,7 +40,7 @@ def correct_parser() -> argparse.ArgumentParser:
         prog="python -m corrector",
         description="Correct Chinese spelling errors. Other commands: 'similar CHAR' (sound and shape "
                     "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray), 'settings' (every "
-                    "decoding setting with the value in force).",
+                    "decoding setting with the value in force), 'serve' (the HTTP service; serve --help).",
         epilog=EXAMPLES + "\n" + EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
@@ -142,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
             code = run_batch(argv[1:])
         elif argv and argv[0] == "settings":
             code = run_settings(argv[1:])
+        elif argv and argv[0] == "serve":
+            code = run_serve(argv[1:])
         else:
             code = run_correct(argv)
     except (CliError, CorrectorError) as e:
@@ -152,6 +155,28 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         code = 0
     sys.exit(code)
+
+
+def run_serve(argv: list[str]) -> int:
+    """The HTTP service: installed as corrector.service; in a checkout that is not installed, its service/."""
+    import importlib
+
+    from .model_path import install_hint
+
+    try:
+        try:
+            service_cli = importlib.import_module("corrector.service.cli")
+        except ModuleNotFoundError as e:
+            if e.name not in ("corrector.service", "corrector.service.cli"):
+                raise
+            service_cli = importlib.import_module("service.cli")
+    except ModuleNotFoundError as e:  # fastapi, uvicorn, pydantic, ...: the service extra is not installed
+        if (e.name or "").split(".")[0] in ("corrector", "service"):
+            raise
+        raise CliError(f"the service needs the 'service' extra (no module {e.name!r}): "
+                       f"{install_hint('service')}") from None
+    service_cli.main(argv, prog="python -m corrector serve")
+    return 0
 
 
 def run_correct(argv: list[str]) -> int:

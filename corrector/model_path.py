@@ -1,7 +1,7 @@
 """Where the default model bundle lives: ``$CSC_MODEL_DIR``, else the bundle shipped with the package.
 
 The bundle is one copy in the repository (``data/electra_models/default``). A checkout or an editable
-install reads it there; a wheel carries it as the data package ``corrector_models`` (see
+install reads it there; a wheel carries it as the data package ``corrector.electra_models`` (see
 ``pyproject.toml``), so a plain ``pip install .`` finds it too.
 """
 
@@ -15,7 +15,7 @@ from .types import CorrectorError
 
 ENV_MODEL = "CSC_MODEL_DIR"  # one name for the library, the CLI and the service
 DEPRECATED_ENV_MODEL = "CORRECTOR_MODEL"  # read when ENV_MODEL is unset; will go away
-DATA_PACKAGE = "corrector_models"  # data/electra_models in a wheel
+DATA_PACKAGE = "corrector.electra_models"  # data/electra_models in a wheel
 DEFAULT_BUNDLE = "default"
 
 
@@ -31,7 +31,7 @@ def default_model_path() -> Path:
 
 
 def shipped_model_path() -> Path:
-    """The default bundle of this checkout, or of the installed ``corrector_models`` data package."""
+    """The default bundle of this checkout, or of the installed ``corrector.electra_models`` data package."""
     in_checkout = Path(__file__).resolve().parent.parent / "data" / "electra_models" / DEFAULT_BUNDLE
     if in_checkout.is_dir():
         return in_checkout
@@ -40,3 +40,9 @@ def shipped_model_path() -> Path:
         if (Path(location) / DEFAULT_BUNDLE).is_dir():
             return Path(location) / DEFAULT_BUNDLE
     return in_checkout  # absent: Corrector.load names it in its error
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs an extra: in a checkout an editable install, else the published package's."""
+    checkout = (Path(__file__).resolve().parent.parent / "pyproject.toml").is_file()
+    return f"pip install -e '.[{extra}]'" if checkout else f"pip install 'electra-csc[{extra}]'"

@@ -58,6 +58,9 @@ def _compact(positions: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return out
 
 
+CUDA_DID_NOT_START = "ONNX Runtime's CUDA provider did not start (CUDA 12 and cuDNN 9 installed? a GPU visible?)"
+
+
 def _session(path: Path, device: Device, threads: int, cpu_path: Path | None = None):
     """A session on CUDA for ``path`` when asked for and usable, else on CPU for ``cpu_path`` (default ``path``)."""
     import onnxruntime as ort
@@ -69,19 +72,45 @@ def _session(path: Path, device: Device, threads: int, cpu_path: Path | None = N
         opts.intra_op_num_threads = threads
     if threads == 1:  # no idle worker spinning while the other network's session runs
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    want_cuda = (device == "cuda" or (device == "auto" and _gpu_device_files())) \
-        and "CUDAExecutionProvider" in ort.get_available_providers()
-    if want_cuda:
+    why_not = _why_not_cuda(ort, device)
+    if not why_not:
         sess = _try_cuda(ort, path, opts)
         if sess is not None:
             return sess
+        why_not = (CUDA_DID_NOT_START)
     if device == "cuda":
-        raise CorrectorError("--device cuda: the CUDA execution provider is not usable on this machine")
+        raise CorrectorError(f"--device cuda: the CUDA execution provider is not usable on this machine: {why_not}")
     path = cpu_path or path
     try:
         return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime raises its own exception types for unreadable models
         raise CorrectorError(f"corrupt or unreadable ONNX model {path}: {str(e).splitlines()[0][:200]}") from None
+
+
+def _why_not_cuda(ort, device: Device) -> str:
+    """Why CUDA is not even tried ("" when it is): asked for the CPU, no NVIDIA device, or an ONNX Runtime
+    without its CUDA provider (the CPU wheel, or the CPU wheel installed over the GPU one)."""
+    if device == "cpu":
+        return "the CPU was asked for"
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            gpu = version("onnxruntime-gpu")
+        except PackageNotFoundError:
+            return "this ONNX Runtime is the CPU build (the gpu extra installs the CUDA one)"
+        return (f"onnxruntime-gpu {gpu} is installed but the CPU-only onnxruntime shadows it (pip uninstall -y "
+                f"onnxruntime onnxruntime-gpu, then pip install 'onnxruntime-gpu>=1.20,<1.27')")
+    if device == "auto" and not _gpu_device_files():
+        return "no NVIDIA GPU device on this machine"
+    return ""
+
+
+def provider_reason(device: Device) -> str:
+    """Why the networks run on the CPU when ``device`` was asked for (said once at start-up by the service)."""
+    import onnxruntime as ort
+
+    return _why_not_cuda(ort, device) or CUDA_DID_NOT_START
 
 
 def _gpu_device_files() -> bool:
@@ -152,11 +181,13 @@ class OnnxNetworks:
         self.workers = (threads or os.cpu_count() or 1) if rows_alone_on_cpu else 1
         cpu_threads = 1 if rows_alone_on_cpu else threads
         self.sessions: dict[str, Any] = {}
+        asked = device
         for name in names:  # the first session decides the device; the others follow it
             self.sessions[name] = _session(graphs[name], device, cpu_threads, cpu[name])
             device = "cpu" if self.sessions[name].get_providers()[0] == "CPUExecutionProvider" else device
         self.provider = self.sessions[names[0]].get_providers()[0]
         on_cpu = self.provider == "CPUExecutionProvider"
+        self.provider_reason = "" if not on_cpu else provider_reason(asked)
         self.files = {name: cpu[name] if on_cpu else graphs[name] for name in names}
         self.precision = "int8" if ".int8." in self.files[names[0]].name else "fp32"
         self.rows_alone = dynamic_int8 and self.precision == "int8"

@@ -79,6 +79,12 @@ class Explanation:
     def to_dict(self) -> dict:
         return {"correction": self.correction.to_dict(), "chars": [asdict(c) for c in self.chars]}
 
+    def __repr__(self) -> str:
+        """Short, for a REPL: the correction and how much there is; ``print()`` shows every row."""
+        c = self.correction
+        return (f"<Explanation {c.source!r} -> {c.target!r}: {len(c.edits)} edit(s), {len(self.chars)} characters; "
+                f"print() it for every candidate>")
+
     def __str__(self) -> str:
         """The source and the correction, then one row per character the model read (``CharExplanation.row``)
         with the best candidate's features (those that are not 0) under it, and one per protected character."""

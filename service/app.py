@@ -103,8 +103,9 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
         precision = str(getattr(networks, "precision", "unknown"))
         metrics.model_info.labels(fixer.name, fixer.version, provider, precision).set(1)
         app.state.corrector, app.state.runner = fixer, runner
-        log.info("model %s (%s) on %s (%s graphs); micro-batching %s; admission at %s cost characters per second",
-                 fixer.name, fixer.version, provider, precision,
+        reason = str(getattr(networks, "provider_reason", ""))
+        log.info("model %s (%s) on %s%s (%s graphs); micro-batching %s; admission at %s cost characters per second",
+                 fixer.name, fixer.version, provider, f": {reason}" if reason else "", precision,
                  f"on (max {settings.max_batch_size} texts, {settings.max_wait_ms:g} ms)" if settings.batching
                  else "off", f"{rate:,.0f}")
         try:

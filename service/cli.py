@@ -36,9 +36,12 @@ FIELD_OF = {"model": "model_dir", "no_batching": "batching", "request_timeout": 
 log = logging.getLogger("service")
 
 
-def build_parser() -> argparse.ArgumentParser:
+PACKAGE = __package__ or "service"  # "corrector.service" where installed, "service" in a checkout
+
+
+def build_parser(prog: str = "python -m service") -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m service",
+        prog=prog,
         description="Serve Chinese spelling correction over HTTP (POST /correct, GET /, /health, /ready, "
                     f"/metrics, /docs). Every option can also be set as an environment variable {ENV_PREFIX}NAME.",
     )
@@ -139,7 +142,7 @@ def log_config(level: str) -> dict[str, Any]:
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
-    config.setdefault("filters", {})["request_id"] = {"()": "service.request_id.RequestIdFilter"}
+    config.setdefault("filters", {})["request_id"] = {"()": f"{PACKAGE}.request_id.RequestIdFilter"}
     config["formatters"]["default"]["fmt"] = "%(levelprefix)s %(message)s%(request_tag)s"
     config["handlers"]["default"]["filters"] = ["request_id"]
     config["handlers"]["service_access"] = {**config["handlers"]["access"], "formatter": "default",
@@ -174,8 +177,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m service") -> None:
+    args = build_parser(prog).parse_args(argv)
     try:
         settings = settings_from_args(args)
     except ValidationError as e:
@@ -227,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
     if settings.workers > 1:
         del corrector  # each worker loads its own; the measured speed travels in CSC_COST_CHARS_PER_S
         export_to_env(settings)
-        uvicorn.run("service.app:create_app", factory=True, workers=settings.workers, http=GuardedH11Protocol,
+        uvicorn.run(f"{PACKAGE}.app:create_app", factory=True, workers=settings.workers, http=GuardedH11Protocol,
                     **common)
     else:
         uvicorn.run(create_app(settings, corrector=corrector), http=protocol_for(settings), **common)

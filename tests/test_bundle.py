@@ -181,7 +181,7 @@ def test_manifest_missing_key(bundle_copy, key):
 
 
 @pytest.mark.parametrize("rel", [
-    "onnx/generator.onnx", "onnx/discriminator.onnx", "discriminator/config.json", "generator/model.safetensors",
+    "onnx/generator.onnx", "onnx/discriminator.onnx", "discriminator/config.json", "generator/vocab.txt",
     "similarity/pinyin.tsv", "similarity/shape.tsv",
     "similarity/meta.json",  # listed in the manifest only, not a required file
 ])
@@ -189,6 +189,19 @@ def test_missing_file(bundle_copy, rel):
     (bundle_copy / rel).unlink()
     msg = load_error(bundle_copy)
     assert "missing" in msg and rel in msg
+
+
+def test_a_bundle_without_its_torch_weights_loads_and_corrects_the_same(bundle_copy, tiny_bundle):
+    """The wheel installs inference files only: a bundle without discriminator/ and generator/model.safetensors
+    (training's files) loads and gives the same edits."""
+    from corrector import Corrector
+    from corrector.bundle import TRAINING_FILES
+
+    for rel in TRAINING_FILES:
+        (bundle_copy / rel).unlink()
+    Bundle.load(bundle_copy)
+    texts = ["我门一起去吃饭吧。", "他以经知道了。"]
+    assert Corrector.load(bundle_copy).correct_batch(texts) == Corrector.load(tiny_bundle).correct_batch(texts)
 
 
 def test_vocab_hash_mismatch(bundle_copy):
@@ -252,6 +265,33 @@ def test_device_cuda_loads_or_says_why(tiny_bundle):
         assert "CUDA" in str(e)
     else:
         assert fix.networks.provider == "CUDAExecutionProvider"
+
+
+def test_the_reason_for_the_cpu_names_what_to_install(monkeypatch):
+    """Whatever keeps the networks off the GPU is said in one line: the CPU asked for, the CPU build of ONNX
+    Runtime (the gpu extra), the CPU build shadowing an installed GPU one (how to repair it), no GPU device."""
+    import importlib.metadata
+
+    import onnxruntime as ort
+
+    from corrector import runtime
+
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    assert runtime.provider_reason("cpu") == "the CPU was asked for"
+
+    def no_gpu_wheel(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", no_gpu_wheel)
+    assert "CPU build" in runtime.provider_reason("auto") and "gpu extra" in runtime.provider_reason("auto")
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.26.0")
+    shadowed = runtime.provider_reason("auto")
+    assert "onnxruntime-gpu 1.26.0 is installed" in shadowed and "pip uninstall -y onnxruntime" in shadowed
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(runtime, "_gpu_device_files", lambda: False)
+    assert runtime.provider_reason("auto") == "no NVIDIA GPU device on this machine"
+    monkeypatch.setattr(runtime, "_gpu_device_files", lambda: True)
+    assert "did not start" in runtime.provider_reason("auto")
 
 
 def test_auto_device_prints_nothing(tiny_bundle):

@@ -34,6 +34,8 @@ def test_explain_one_row_per_character(fake_forced, text):
     assert [c.rtd_prob for c in ex.chars if c.editable] == pytest.approx([0.1] * len(in_vocab_cjk(text)))  # as set
     d = ex.to_dict()
     assert set(d) == {"correction", "chars"} and len(d["chars"]) == len(text)
+    # a REPL shows one short line (print() gives the rows)
+    assert repr(ex).startswith(f"<Explanation {text!r} -> ") and len(repr(ex)) < 200 + 2 * len(text) and "\n" not in repr(ex)
 
 
 # the generator prefers another character at each of these, each a little more sure than the one before

@@ -113,12 +113,12 @@ def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_pa
 
 
 def pair_and_csc_inputs(pair: Path, inputs: Path, tmp_path: Path) -> None:
-    """What every run gets besides the shards: the pair to continue from and the CSC pairs (train4, dev4)."""
+    """What every run gets besides the shards: the pair to continue from and the CSC pairs (native, dev)."""
     device_pack.pack_pair(pair, inputs / "init")
     pairs = "".join(f"{s.replace('天', '添', 1)}\t{s}\n" for s in SENTENCES) * 3
-    (tmp_path / "train4.tsv").write_text(pairs, encoding="utf-8")
-    (tmp_path / "dev4.tsv").write_text(pairs, encoding="utf-8")
-    device_pack.pack_files(inputs / "csc", [tmp_path / "train4.tsv", tmp_path / "dev4.tsv"])
+    (tmp_path / "native.tsv").write_text(pairs, encoding="utf-8")
+    (tmp_path / "dev.tsv").write_text(pairs, encoding="utf-8")
+    device_pack.pack_files(inputs / "csc", [tmp_path / "native.tsv", tmp_path / "dev.tsv"])
 
 
 def device_run(minutes: int, env: dict) -> subprocess.CompletedProcess:
@@ -155,6 +155,8 @@ def test_device_run_goes_from_copied_packs_to_what_comes_back(prepared, pair, tm
     assert ft["finetune"]["steps"] == 3 and ft["pretraining"]["finished"]
     # the corrector on the discriminator's body (FT_EXTRA's default): one body, still one after the fp16 round trip
     assert ft["generator_body"].startswith("the discriminator's")
+    cfg = ft["finetune"]["config"]  # masked fine-tuning, macro-correct's schedule (FT_EXTRA's default)
+    assert (cfg["mft_rate"], cfg["mft_step_share"], cfg["target_copy_share"]) == (0.2, 0.7, 0.15)
     from safetensors.torch import load_file
 
     gen, disc = (load_file(back / net / "model.safetensors") for net in ("generator", "discriminator"))

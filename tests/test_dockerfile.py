@@ -28,17 +28,22 @@ def test_image_contract():
     text = DOCKERFILE.read_text()
     lines = [line.strip() for line in text.splitlines()]
     assert any(line.startswith("ARG BASE_IMAGE=nvidia/cuda:12.") and "cudnn-runtime" in line for line in lines)
-    assert 'pip install "onnxruntime-gpu${ONNXRUNTIME_VERSION}" ".[service]"' in text  # the service extra only
+    assert 'pip install "onnxruntime${ONNXRUNTIME_VERSION}" ".[service]"' in text  # the service extra only
+    # the CUDA runtime only where asked for, in place of the CPU one (never both)
+    assert 'pip uninstall -y onnxruntime' in text and 'pip install "onnxruntime-gpu${ONNXRUNTIME_VERSION}"' in text
+    assert "COPY training" not in text  # not installed: inference needs no training code
     assert "torch" not in text.replace("no torch", "")
     assert "COPY data/electra_models ./data/electra_models" in text  # installed with the package
     assert "CSC_MODEL_DIR" not in text.replace("-e CSC_MODEL_DIR", "")  # the shipped bundle is the default
     assert [line for line in lines if line.startswith("USER ")] == ["USER 10001:10001"]
     assert any(line.startswith("HEALTHCHECK ") for line in lines) and "/health" in text
-    assert lines[-1] == 'CMD ["python", "-m", "service", "--host", "0.0.0.0", "--port", "8000"]'
+    assert lines[-1] == 'CMD ["python", "-m", "corrector", "serve", "--host", "0.0.0.0", "--port", "8000"]'
 
 
 def test_dockerignore_sends_only_what_the_image_needs():
     patterns = [p for p in (REPO / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
     assert patterns[0] == "*"
-    assert {"!pyproject.toml", "!README.md", "!corrector/", "!service/", "!training/",
+    assert {"!pyproject.toml", "!README.md", "!corrector/", "!service/",
             "!data/electra_models/__init__.py", "!data/electra_models/default/"} <= set(patterns)
+    assert "!training/" not in patterns
+    assert "data/electra_models/default/*/model.safetensors" in patterns  # training's weights stay out

@@ -23,15 +23,20 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 
-def test_every_package_directory_is_listed_in_pyproject():
+def test_every_installed_package_lives_under_corrector_and_training_stays_out():
+    """Everything the wheel installs is under the project's name (corrector, corrector.service from service/, the
+    default bundle as corrector.electra_models); every package directory of corrector/ and service/ is listed;
+    training/ is not installed."""
     tomllib = pytest.importorskip("tomllib")
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     listed = set(setuptools["packages"])
-    on_disk = {".".join(init.parent.relative_to(REPO).parts)
-               for top in ("corrector", "service", "training") for init in (REPO / top).rglob("__init__.py")}
-    assert "corrector.batch" in on_disk
+    installed_as = {"corrector": "corrector", "service": "corrector.service"}
+    on_disk = {".".join([installed_as[init.parent.relative_to(REPO).parts[0]], *init.parent.relative_to(REPO).parts[1:]])
+               for top in installed_as for init in (REPO / top).rglob("__init__.py")}
+    assert {"corrector.batch", "corrector.service"} <= on_disk
     assert on_disk <= listed, f"not in pyproject.toml's packages: {sorted(on_disk - listed)}"
-    assert setuptools["package-dir"] == {"corrector_models": "data/electra_models"} and "corrector_models" in listed
+    assert {name.split(".")[0] for name in listed} == {"corrector"}
+    assert setuptools["package-dir"] == {"corrector.service": "service", "corrector.electra_models": "data/electra_models"}
 
 
 def venv_python(venv: Path) -> Path:
@@ -66,7 +71,7 @@ def test_plain_install_finds_the_shipped_model(installed, tmp_path):
     module, model = where.stdout.splitlines()
     prefix = str(installed.parent.parent)
     assert module.startswith(prefix) and model.startswith(prefix), where.stdout  # the installed copy, not REPO
-    assert model.endswith("corrector_models/default")
+    assert model.endswith("corrector/electra_models/default")
     done = subprocess.run([str(installed), "-m", "corrector", "我门一起去吃饭吧。"], cwd=tmp_path,
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -85,19 +90,21 @@ def test_plain_install_runs_batch(installed, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_wheel_names_the_right_onnxruntime_per_platform(installed, tmp_path):
+def test_the_cpu_runtime_everywhere_and_the_cuda_one_by_the_gpu_extra(installed, tmp_path):
+    """A plain install pulls ONNX Runtime's CPU build on every platform; the gpu extra names the CUDA 12 builds
+    (onnxruntime-gpu 1.20-1.26; 1.27 and later need CUDA 13)."""
     from packaging.requirements import Requirement
+    from packaging.version import Version
 
     meta = subprocess.run([str(installed), "-c", "from importlib.metadata import requires; "
                            "print('\\n'.join(requires('electra-csc')))"], capture_output=True, text=True, timeout=60,
                           cwd=tmp_path)  # not the checkout, whose *.egg-info would answer instead
     reqs = [Requirement(line) for line in meta.stdout.splitlines()]
     runtimes = [r for r in reqs if r.name in ("onnxruntime", "onnxruntime-gpu")]
-    assert {r.name for r in runtimes} == {"onnxruntime", "onnxruntime-gpu"}
-    platforms = {("linux", "x86_64"): "onnxruntime-gpu", ("win32", "AMD64"): "onnxruntime-gpu",
-                 ("linux", "aarch64"): "onnxruntime", ("darwin", "arm64"): "onnxruntime",
-                 ("darwin", "x86_64"): "onnxruntime", ("win32", "ARM64"): "onnxruntime"}
-    for (plat, machine), want in platforms.items():
-        env = {"sys_platform": plat, "platform_machine": machine, "extra": ""}
-        chosen = [r.name for r in runtimes if r.marker is None or r.marker.evaluate(env)]
-        assert chosen == [want], (plat, machine, chosen)
+    for plat, machine in [("linux", "x86_64"), ("win32", "AMD64"), ("linux", "aarch64"), ("darwin", "arm64")]:
+        for extra, want in [("", ["onnxruntime"]), ("gpu", ["onnxruntime", "onnxruntime-gpu"])]:
+            env = {"sys_platform": plat, "platform_machine": machine, "extra": extra}
+            assert [r.name for r in runtimes if r.marker is None or r.marker.evaluate(env)] == want, (plat, extra)
+    (gpu,) = [r for r in runtimes if r.name == "onnxruntime-gpu"]
+    assert [v for v in ("1.19.2", "1.20.0", "1.26.9", "1.27.0") if gpu.specifier.contains(Version(v))] == \
+        ["1.20.0", "1.26.9"]

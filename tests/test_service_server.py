@@ -58,7 +58,7 @@ def docker_cmd() -> list[str]:
 
 def test_the_docker_command_starts_the_service(tiny_bundle, tmp_path):
     cmd = docker_cmd()
-    assert cmd == ["python", "-m", "service", "--host", "0.0.0.0", "--port", "8000"]
+    assert cmd == ["python", "-m", "corrector", "serve", "--host", "0.0.0.0", "--port", "8000"]
     port = free_port()
     local = [sys.executable if a == "python" else a for a in cmd]
     local[local.index("0.0.0.0")] = "127.0.0.1"  # loopback only, here
@@ -70,6 +70,8 @@ def test_the_docker_command_starts_the_service(tiny_bundle, tmp_path):
         assert status == 200 and len(json.loads(body)["results"][0]["target"]) == 6
         assert http("GET", f"{base}/")[0] == 200
         stop_gracefully(proc, tmp_path / "docker-cmd.log")
+    # the start-up line says which provider runs, and why not CUDA
+    assert "on CPUExecutionProvider: the CPU was asked for (fp32 graphs)" in (tmp_path / "docker-cmd.log").read_text()
 
 
 def test_a_missing_model_fails_fast_with_a_message(tmp_path):

@@ -234,6 +234,67 @@ def test_generator_on_the_discriminators_body_shares_one_pass():
     assert not torch.equal(fresh.generator_predictions.dense.weight, again.generator_predictions.dense.weight)
 
 
+def test_masked_finetuning_masks_correct_characters_for_the_generator_only():
+    """--mft-rate: the masked correct characters are [MASK] for both heads' one pass, restored by the generator
+    (trained there on the original character) and left out of the detection loss; errors are never masked."""
+    import numpy as np
+    import torch.nn.functional as F
+
+    from training.networks.finetune import CscModel, FinetuneConfig, generator_on_discriminator, mft_positions
+    from training.networks.modeling import build_models, generator_head, get_config
+
+    torch.manual_seed(0)
+    gen, disc = build_models(get_config("debug", vocab_size=200))  # [MASK] is 103
+    model = CscModel(generator_on_discriminator(gen, disc), disc).eval()
+    src = torch.tensor([[2, 10, 11, 12, 14, 3], [2, 20, 21, 22, 3, 0]])
+    tgt = src.clone()
+    tgt[0, 2] = 13
+    editable = src > 4
+    mft = torch.zeros_like(src, dtype=torch.bool)
+    mft[0, 4] = mft[1, 2] = True
+    train_pos = (src != tgt) & editable
+    out = model(src, tgt, editable, train_pos, torch.zeros_like(mft), det_weight=1.0, mft_mask=mft)
+    from corrector.tokenize import SPECIAL_IDS
+
+    seen = torch.where(mft, torch.full_like(src, SPECIAL_IDS["[MASK]"]), src)
+    attn = (src != 0).long()
+    keep = attn.bool() & ~mft
+    d = disc(input_ids=seen, attention_mask=attn).logits
+    det = F.binary_cross_entropy_with_logits(d[keep], ((src != tgt) & editable)[keep].float())
+    pos = train_pos | mft
+    h = disc.electra(input_ids=seen, attention_mask=attn).last_hidden_state[pos]
+    cor = F.cross_entropy(generator_head(model.gen, h), tgt[pos])
+    assert torch.allclose(out["det"], det, atol=1e-6) and torch.allclose(out["cor"], cor, atol=1e-6)
+    assert "cor_acc_mft" in out
+    # without a mask the loss differs (the masks matter), and the drawn positions are correct editable ones only
+    plain = model(src, tgt, editable, train_pos, torch.zeros_like(mft), det_weight=1.0)
+    assert not torch.allclose(plain["loss"], out["loss"])
+    rng = np.random.default_rng(0)
+    s, t, e = src.numpy(), tgt.numpy(), editable.numpy()
+    drawn = np.zeros_like(s, dtype=bool)
+    for _ in range(200):
+        drawn |= mft_positions(s, t, e, rng, 0.5)
+    assert (drawn == ((s == t) & e)).all()
+    assert not mft_positions(s, t, e, rng, 0.0).any()
+    assert FinetuneConfig().mft_rate == 0.0  # off unless asked
+
+
+def test_step_kinds_follow_their_shares_and_draw_nothing_when_off():
+    import numpy as np
+
+    from training.networks.finetune import FinetuneConfig, step_kind
+
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    assert step_kind(rng, FinetuneConfig()) == "plain" and rng.bit_generator.state == state
+    cfg = FinetuneConfig(mft_rate=0.2, mft_step_share=0.7, target_copy_share=0.15)
+    kinds = [step_kind(rng, cfg) for _ in range(20000)]
+    share = {k: kinds.count(k) / len(kinds) for k in ("masked", "copy", "plain")}
+    assert abs(share["masked"] - 0.7) < 0.02 and abs(share["copy"] - 0.15) < 0.02 and abs(share["plain"] - 0.15) < 0.02
+    only_copies = FinetuneConfig(target_copy_share=1.0)
+    assert {step_kind(rng, only_copies) for _ in range(50)} == {"copy"}
+
+
 def test_step_runner_skips_a_non_finite_step_and_stops_after_many(tmp_path, monkeypatch):
     model = Quadratic()
     opt = torch.optim.AdamW(model.parameters(), lr=0.0)

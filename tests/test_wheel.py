@@ -2,8 +2,10 @@
 
 The wheel is built from a copy of the sources (``pip wheel --no-deps``), installed (not editable) with its
 dependencies into a fresh virtual environment, and run as a user runs it, from an empty directory with no
-``PYTHONPATH``: the CLI, ``batch`` on a small file, ``python -m service`` without the ``service`` extra (one line
-naming it) and, once the extra is installed, the service itself: ``/ready`` and ``POST /correct`` over HTTP.
+``PYTHONPATH``: the CLI, ``batch`` on a small file, ``python -m corrector serve`` without the ``service`` extra (one
+line naming it) and, once the extra is installed, the service itself: ``/ready`` and ``POST /correct`` over HTTP.
+The wheel itself: everything under ``corrector``, no training code or torch weights, and a plain install pulls no
+GPU runtime.
 
 pip reads its usual configuration (index, find-links, cache), so the dependencies come from wherever this
 machine installs packages from. Slow: a minute or two, most of it installing the dependencies.
@@ -67,6 +69,24 @@ def run(user: dict, *args: str | Path, timeout: int = 300) -> subprocess.Complet
     return subprocess.run([*map(str, args)], capture_output=True, text=True, timeout=timeout, **user)
 
 
+def test_the_wheel_installs_only_corrector_inference_files_and_the_cpu_runtime(wheel, venv, user):
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"corrector"}, tops  # no service, training or other generic top-level names
+    assert not [n for n in names if n.endswith("model.safetensors") or "/training/" in n]
+    assert {"corrector/service/app.py", "corrector/electra_models/default/manifest.json",
+            "corrector/electra_models/default/onnx/body.int8.onnx"} <= set(names)
+    assert wheel.stat().st_size < 95e6, wheel.stat().st_size  # the bundle's inference files and the code
+    script = ("import importlib.metadata as m; d = [x.metadata['Name'].lower() for x in m.distributions()]; "
+              "print(sorted(n for n in d if n.startswith(('onnxruntime', 'nvidia'))))")
+    dists = run(user, venv, "-c", script)
+    assert dists.stdout.strip() == "['onnxruntime']", dists.stdout + dists.stderr
+    for name in ("service", "training", "corrector_models"):
+        assert run(user, venv, "-c", f"import {name}").returncode != 0
+
+
 def test_the_cli_and_batch_from_the_installed_wheel(venv, user):
     where = run(user, venv, "-c", "import corrector, corrector.batch; print(corrector.__file__)")
     assert where.returncode == 0, where.stderr
@@ -86,10 +106,12 @@ def test_the_cli_and_batch_from_the_installed_wheel(venv, user):
     assert batch.stdout.startswith("3 lines in, 3 corrected (2 changed), 0 errors;"), batch.stdout
     rows = [json.loads(line) for line in (user["cwd"] / "out" / "part-00000.jsonl").read_text().splitlines()]
     assert [(r["line"], r["target"]) for r in rows] == [(1, FIXED), (2, "今天天气很好"), (3, "")]
+    ray = run(user, venv, "-m", "corrector", "batch", "--input", "x.txt", "--output", "o2/", "--engine", "ray")
+    assert ray.returncode != 0 and "pip install 'electra-csc[distributed]'" in ray.stderr, ray.stderr
 
 
 def test_the_service_names_its_extra_then_serves_once_it_is_installed(wheel, venv, user):
-    missing = run(user, venv, "-m", "service")
+    missing = run(user, venv, "-m", "corrector", "serve")
     assert missing.returncode != 0 and missing.stdout == ""
     assert missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr, missing.stderr
     assert missing.stderr.startswith("error: the service needs the 'service' extra")
@@ -99,7 +121,7 @@ def test_the_service_names_its_extra_then_serves_once_it_is_installed(wheel, ven
     port = free_port()
     log = user["cwd"] / "service.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([str(venv), "-m", "service", "--host", "127.0.0.1", "--port", str(port)],
+        proc = subprocess.Popen([str(venv), "-m", "corrector", "serve", "--host", "127.0.0.1", "--port", str(port)],
                                 stdout=out, stderr=subprocess.STDOUT, **user)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -117,3 +139,4 @@ def test_the_service_names_its_extra_then_serves_once_it_is_installed(wheel, ven
             proc.kill()
             raise
     assert code in (0, -signal.SIGTERM), log.read_text()
+    assert "on CPUExecutionProvider: this ONNX Runtime is the CPU build (the gpu extra" in log.read_text()

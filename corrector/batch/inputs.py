@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ..model_path import install_hint
 from ..types import CorrectorError
 
 INPUT_FORMATS = ("auto", "text", "jsonl", "parquet")
@@ -169,7 +170,7 @@ def parquet_module():
         import pyarrow.parquet as pq
     except ImportError:
         raise CorrectorError(
-            "Parquet input or output needs pyarrow: pip install -e '.[distributed]'"
+            f"Parquet input or output needs pyarrow: {install_hint('distributed')}"
         ) from None
     return pq
 

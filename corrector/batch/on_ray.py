@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from ..model_path import install_hint
 from ..types import CorrectorError
 from .engines import RESULT_KEYS, ModelSpec, Result, correct_shard
 from .inputs import ReadOptions, Shard
@@ -27,7 +28,7 @@ def ray_module() -> Any:
         import ray
         import ray.data  # noqa: F401
     except ImportError:
-        raise CorrectorError("--engine ray needs Ray: pip install -e '.[distributed]'") from None
+        raise CorrectorError(f"--engine ray needs Ray: {install_hint('distributed')}") from None
     return ray
 
 

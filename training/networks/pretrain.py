@@ -252,19 +252,26 @@ def load_init_pair(model: ElectraPretrainer, init: Path, stack: bool = False, vo
     """Start from another run's pair (its discriminator/ and generator/ folders): continued pretraining with a
     schedule, batch and rate of its own (a GPU going on from a CPU run, say); with ``stack``, a deeper shape of the
     same width starts from it by progressive stacking (``training.networks.stacking``). ``vocab``: the shards'
-    vocab.txt, which must be the pair's (a token id means one token to both). Returns what the provenance records
+    vocab.txt, which must be the pair's (a token id means one token to both). A pair whose generator is not of
+    this shape's width (a fine-tuned pair, its corrector a head on the discriminator's body) gives the
+    discriminator only, under a new generator. Returns what the provenance records
     of it: its name, tokens seen and ledger, so that ``tokens_seen`` counts from there."""
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
     if vocab is not None:
         check_same_vocab(init / "discriminator" / "vocab.txt", vocab)
     stacked: dict[str, str] = {}
+    new_generator = ""
     try:
         disc = ElectraForPreTraining.from_pretrained(init / "discriminator", dtype=torch.float32)
         gen = ElectraForMaskedLM.from_pretrained(init / "generator", dtype=torch.float32)
         if not stack:
             model.disc.load_state_dict(disc.state_dict())
-            model.gen.load_state_dict(gen.state_dict())
+            if gen.config.hidden_size == model.gen.config.hidden_size:
+                model.gen.load_state_dict(gen.state_dict())
+            else:  # a fine-tuned pair (its corrector a head on the discriminator's body): a new generator
+                new_generator = (f"new: the pair's is {gen.config.hidden_size} wide, this shape's "
+                                 f"{model.gen.config.hidden_size}")
         else:
             stacked["discriminator"] = load_stacked(model.disc, disc)
             if gen.config.hidden_size == model.gen.config.hidden_size:
@@ -278,7 +285,7 @@ def load_init_pair(model: ElectraPretrainer, init: Path, stack: bool = False, vo
     tie_embeddings(model.gen, model.disc)
     prev = loop.read_provenance(init).get("pretraining", {})
     return {"name": init.resolve().name, "tokens_seen": int(prev.get("tokens_seen", 0)),
-            **({"stacked": stacked} if stack else {}),
+            **({"stacked": stacked} if stack else {}), **({"generator": new_generator} if new_generator else {}),
             **({"ledger": prev["ledger"]} if "ledger" in prev else {}),
             **({"hardware": prev["hardware"]} if "hardware" in prev else {})}
 

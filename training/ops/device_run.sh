@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# One run on a GPU machine without network access (docs/training.md), in the repository root there:
+# One run on a GPU machine without network access (docs/training.md), in the repository root there: continued
+# pretraining from the copied pair (the committed pretraining state, data/pretraining), then masked fine-tuning on the
+# copied native-style pairs; both pairs come back.
 #
 #   bash training/ops/device_run.sh MINUTES
 #
@@ -27,9 +29,11 @@ PRE_STEPS=${PRE_STEPS:-30000}   # the schedule's length: set it from the first r
 EVAL=${EVAL:-1000}
 FT_STEPS=${FT_STEPS:-20000}
 FT_LR=${FT_LR:-2e-4}
-FT_TRAIN=${FT_TRAIN:-train4.tsv}    # made with the dev split held out (train3.tsv held most of it)
-FT_DEV=${FT_DEV:-dev4.tsv}        # its held-out pairs (the dev split)
-FT_EXTRA=${FT_EXTRA:---generator-body discriminator --mask-prob 0}  # the corrector on the discriminator's body
+FT_TRAIN=${FT_TRAIN:-native.tsv}  # native-style pairs made with the dev split held out (the recipe's csc_native)
+FT_DEV=${FT_DEV:-dev.tsv}         # its held-out pairs (the dev split)
+# the corrector on the discriminator's body, masked fine-tuning (20% of the correct characters on 70% of the
+# steps, 15% target -> target copies: docs/training.md)
+FT_EXTRA=${FT_EXTRA:---generator-body discriminator --mask-prob 0 --mft-rate 0.2 --mft-step-share 0.7 --target-copy-share 0.15}
 FT_EVAL=${FT_EVAL:-1000}
 EXTRA=${EXTRA:-}                # more training.networks.pretrain flags (e.g. --compile)
 PRE_MIN=${PRE_MIN:-}            # one run for both stages: pretrain this many minutes (the schedule fitted to
