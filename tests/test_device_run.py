@@ -112,6 +112,36 @@ def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_pa
     assert wrong.returncode != 0 and "not a pair of this --config's shape" in wrong.stderr
 
 
+def test_the_pretraining_state_is_the_pair_in_fp16_and_a_run_continues_from_it(prepared, pair, tmp_path):
+    """data/pretraining (training.networks.pretraining_state): a pretraining run's pair in fp16 with its
+    provenance, within the size given; --init-from it continues (the weights back in fp32, within fp16 rounding)
+    and counts the tokens on. A fine-tuned pair is refused, and so is a state over the size."""
+    from safetensors.numpy import load_file
+
+    from training.networks import pretraining_state
+
+    state = tmp_path / "pretraining"
+    prov = pretraining_state.save(pair, state)
+    assert prov["state"]["tokens_seen"] == prov["pretraining"]["tokens_seen"] > 0
+    for net in device_pack.NETS:
+        half, full = load_file(str(state / net / "model.safetensors")), load_file(str(pair / net / "model.safetensors"))
+        assert half.keys() == full.keys() and all(v.dtype == np.float16 for v in half.values() if v.dtype.kind == "f")
+        for k in full:
+            np.testing.assert_allclose(half[k].astype(np.float32), full[k], rtol=1e-3, atol=1e-4)
+    out = tmp_path / "continued"
+    run("-m", "training.networks.pretrain", "--data", str(prepared), "--out", str(out), "--config", "debug", "--init-from",
+        str(state), "--max-steps", "1", "--batch-size", "4", "--seq-len", "32", "--threads", "1", "--eval-every", "100")
+    after = json.loads((out / "provenance.json").read_text())["pretraining"]
+    assert after["init_from"]["tokens_seen"] == prov["pretraining"]["tokens_seen"] < after["tokens_seen"]
+    with pytest.raises(SystemExit, match="over"):
+        pretraining_state.save(out, tmp_path / "small", max_bytes=1000)
+    assert not (tmp_path / "small").exists() and not (tmp_path / "small.new").exists()
+    (tmp_path / "ft").mkdir()
+    (tmp_path / "ft" / "provenance.json").write_text(json.dumps({"pretraining": {}, "finetune": {"steps": 1}}))
+    with pytest.raises(SystemExit, match="not a pretraining run"):
+        pretraining_state.save(tmp_path / "ft", tmp_path / "x")
+
+
 def pair_and_csc_inputs(pair: Path, inputs: Path, tmp_path: Path) -> None:
     """What every run gets besides the shards: the pair to continue from and the CSC pairs (native, dev)."""
     device_pack.pack_pair(pair, inputs / "init")
