@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -28,6 +29,7 @@ from .errors import (
     ShutdownGuardMiddleware,
     UnexpectedErrorMiddleware,
     install_error_handlers,
+    server_maxima,
 )
 from .metrics import Metrics, MetricsMiddleware
 from .request_id import RequestIdMiddleware
@@ -143,7 +145,32 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCo
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known_paths(app), mounts=mount_paths(app))
     app.add_middleware(RequestIdMiddleware, access_log=settings.access_log)  # outermost: every log line has the ID
+    document_this_server(app, settings, bool(keys))
     return app
+
+
+def document_this_server(app: FastAPI, settings: ServiceSettings, keyed: bool) -> None:
+    """The OpenAPI document says what this server does: the per-request caps it sets below the declared ranges
+    (``top_k``, ``shortlist``), and, when API keys are on, how to send one (so /docs can "Authorize")."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = generate()  # FastAPI caches it; patching is idempotent
+        props = schema["components"]["schemas"]["CorrectRequest"]["properties"]
+        for name, limit in server_maxima(settings).items():
+            for branch in props[name].get("anyOf", [props[name]]):
+                if "maximum" in branch:
+                    branch["maximum"] = limit
+        if keyed:
+            schema["components"]["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer KEY"},
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
+            for path in KEYED_PATHS:
+                for operation in schema["paths"].get(path, {}).values():
+                    operation["security"] = [{"bearer": []}, {"apiKey": []}]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def known_paths(app: FastAPI) -> frozenset[str]:

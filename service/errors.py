@@ -47,14 +47,32 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     # loc, msg and type only: echoing the input back could return megabytes, or objects JSON cannot hold
-    errors = [{"loc": list(e.get("loc", ())), "msg": _message(e), "type": str(e.get("type", ""))}
+    maxima = server_maxima(getattr(request.app.state, "settings", None))
+    errors = [{"loc": list(e.get("loc", ())), "msg": _message(e, maxima), "type": str(e.get("type", ""))}
               for e in exc.errors()]
     return error_response(422, jsonable_encoder(errors))
 
 
-def _message(error: dict[str, Any]) -> str:
-    """The error's message; for JSON that does not parse, with the parser's reason ("Expecting value")."""
+def server_maxima(settings: Any) -> dict[str, int]:
+    """The per-request settings this server caps below their declared range (a 422 above), by name."""
+    if settings is None:
+        return {}
+    return {"top_k": settings.max_top_k, "shortlist": settings.max_shortlist}
+
+
+def over_maximum(name: str, limit: int) -> dict[str, Any]:
+    """The 422 error of a cost setting above this server's maximum: one message whatever the value."""
+    return {"loc": ["body", name], "msg": f"Input should be less than or equal to {limit} (this server's maximum)",
+            "type": "less_than_equal"}
+
+
+def _message(error: dict[str, Any], maxima: dict[str, int] | None = None) -> str:
+    """The error's message; for JSON that does not parse, with the parser's reason ("Expecting value"); for a
+    capped setting over its declared bound, this server's (lower) maximum, as below it."""
     msg = str(error.get("msg", ""))
+    loc = list(error.get("loc", ()))
+    if error.get("type") == "less_than_equal" and len(loc) == 2 and loc[0] == "body" and loc[1] in (maxima or {}):
+        return str(over_maximum(str(loc[1]), (maxima or {})[str(loc[1])])["msg"])
     reason = (error.get("ctx") or {}).get("error")
     return f"{msg}: {reason}" if error.get("type") == "json_invalid" and isinstance(reason, str) else msg
 
@@ -174,9 +192,8 @@ class BodyGuardMiddleware(HttpMiddleware):
             if not message.get("more_body", False):
                 break
         whole = b"".join(chunks)
-        if is_json and (key := duplicate_key(whole)) is not None:
-            await refuse(scope, receive, send, 422, [{"loc": ["body", key], "msg": f"duplicate key {key!r} in a "
-                         "JSON object", "type": "duplicate_key"}], drain=False)
+        if is_json and (problem := json_problem(whole)) is not None:
+            await refuse(scope, receive, send, 422, [problem], drain=False)
             return
         replayed = False
 
@@ -207,15 +224,26 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def duplicate_key(body: bytes) -> str | None:
-    """The first key repeated inside one JSON object of ``body``; None when there is none, or when the
-    body is not JSON at all (the app reports that)."""
+def json_problem(body: bytes) -> dict[str, Any] | None:
+    """What makes ``body`` unusable as JSON beyond a syntax error, as one 422 error (loc, msg, type): bytes that
+    are not UTF-8 (with the first bad byte and its offset), a key repeated inside one object, nesting too deep
+    for the parser, an integer with too many digits. None when there is none; a syntax error is left to the app's
+    parser, which names it."""
     try:
-        json.loads(body, object_pairs_hook=_no_duplicates)
+        json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except UnicodeDecodeError as e:
+        bad = body[e.start]
+        return {"loc": ["body"], "msg": f"the body is not valid UTF-8: byte 0x{bad:02x} at offset {e.start}",
+                "type": "utf8_invalid"}
     except _Duplicate as d:
-        return d.key
-    except (ValueError, RecursionError):  # not JSON, not UTF-8: the app's parser answers
+        return {"loc": ["body", d.key], "msg": f"duplicate key {d.key!r} in a JSON object", "type": "duplicate_key"}
+    except RecursionError:
+        return {"loc": ["body"], "msg": "the JSON nests too deeply", "type": "json_too_deep"}
+    except json.JSONDecodeError:
         return None
+    except ValueError as e:  # int() of more digits than sys.get_int_max_str_digits() allows
+        return {"loc": ["body"], "msg": f"a number in the JSON is too long ({str(e).split(';')[0]})",
+                "type": "json_number_too_long"}
     return None
 
 

@@ -26,6 +26,21 @@ current: ContextVar[str | None] = ContextVar("csc_request_id", default=None)
 access_log = logging.getLogger("service.access")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
+
+
+def loggable(text: str) -> str:
+    """``text`` with control characters (CR, LF, ESC: a forged line, terminal escapes) and backslashes written
+    as escapes, so that one request is one log line, read as sent."""
+    return _CONTROL.sub(lambda m: "\\\\" if m.group() == "\\" else f"\\x{ord(m.group()):02x}", text)
+
+
+def logged_path(scope: Scope) -> str:
+    """The path as the client sent it (still percent-encoded: %0d%0a stays text), its controls escaped."""
+    raw = scope.get("raw_path")
+    return loggable(raw.decode("latin-1") if isinstance(raw, bytes) else scope["path"])
+
+
 class RequestIdFilter(logging.Filter):
     """Gives every record ``request_tag``: `` [request ID]`` inside a request, else empty (use it in a
     format string: ``"%(levelprefix)s %(message)s%(request_tag)s"``)."""
@@ -71,6 +86,6 @@ class RequestIdMiddleware(HttpMiddleware):
             if self.access_log:
                 client = scope.get("client")
                 access_log.info('%s - "%s %s HTTP/%s" %s %.1f ms', f"{client[0]}:{client[1]}" if client else "-",
-                                scope["method"], scope["path"], scope.get("http_version", "1.1"),
+                                loggable(scope["method"]), logged_path(scope), loggable(scope.get("http_version", "1.1")),
                                 scope.get(STATUS_KEY, "-"), (time.perf_counter() - start) * 1000)
             current.reset(token)

@@ -14,7 +14,7 @@ from corrector import CorrectorError
 
 from .batching import Refused, ServiceClosing, TooSlow
 from .deps import CorrectorDep, MetricsDep, RunnerDep, SettingsDep
-from .errors import JSONResponse
+from .errors import JSONResponse, over_maximum, server_maxima
 from .metrics import CLIENT_GONE
 from .schemas import (
     CorrectionOut,
@@ -113,9 +113,7 @@ def check_limits(texts: list[str], settings: ServiceSettings) -> None:
 
 def check_maxima(body: CorrectRequest, settings: ServiceSettings) -> None:
     """422, in the shape of the other field errors, for a cost setting above this server's maximum."""
-    errors = [{"loc": ["body", name], "msg": f"Input should be less than or equal to {limit} (this server's maximum)",
-               "type": "less_than_equal"}
-              for name, limit in (("top_k", settings.max_top_k), ("shortlist", settings.max_shortlist))
+    errors = [over_maximum(name, limit) for name, limit in server_maxima(settings).items()
               if (value := getattr(body, name)) is not None and value > limit]
     if errors:
         raise HTTPException(422, errors)

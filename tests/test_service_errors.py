@@ -89,6 +89,45 @@ def test_duplicate_keys_are_422(client, raw, key):
                                                               "msg": f"duplicate key {key!r} in a JSON object"}]}
 
 
+@pytest.mark.parametrize(("raw", "msg", "kind"), [
+    (b'{"text": "\xff\xfe"}', "the body is not valid UTF-8: byte 0xff at offset 10", "utf8_invalid"),
+    (b'{"text": "\xe4\xbb"}', "the body is not valid UTF-8: byte 0xe4 at offset 10", "utf8_invalid"),
+    (b'{"text": "a", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "the JSON nests too deeply", "json_too_deep"),
+    (b'{"text": "a", "max_edits": ' + b"9" * 5000 + b"}", "a number in the JSON is too long", "json_number_too_long"),
+])
+def test_a_body_that_json_cannot_use_is_a_422_that_says_what_and_where(client, raw, msg, kind):
+    """Before: invalid UTF-8, very deep nesting and huge integers got a reasonless 400 ("There was an error
+    parsing the body") where docs/service.md says 422 (issue 46, 8)."""
+    r = client.post("/correct", content=raw, headers=JSON)
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["detail"]
+    assert error["loc"] == ["body"] and error["type"] == kind and error["msg"].startswith(msg)
+
+
+def test_the_schema_and_the_message_give_this_servers_maxima(tiny_corrector):
+    """top_k 100000 said "<= 1000" (the declared range), then 1000 said "<= 100 (this server's maximum)": now
+    both say the server's own maximum, and so does the OpenAPI document (issue 46, 7)."""
+    app = create_app(ServiceSettings(max_top_k=20, max_shortlist=30, batching=False), corrector=tiny_corrector)
+    with TestClient(app) as c:
+        props = c.get("/openapi.json").json()["components"]["schemas"]["CorrectRequest"]["properties"]
+        assert props["top_k"]["anyOf"][0]["maximum"] == 20 and props["shortlist"]["anyOf"][0]["maximum"] == 30
+        for value in (21, 1000, 100000):
+            r = c.post("/correct", json={"text": "a", "top_k": value})
+            assert r.status_code == 422 and r.json()["detail"] == [{"loc": ["body", "top_k"], "type": "less_than_equal",
+                "msg": "Input should be less than or equal to 20 (this server's maximum)"}], value
+        assert "securitySchemes" not in c.get("/openapi.json").json()["components"]
+
+
+def test_with_api_keys_the_openapi_document_says_how_to_send_one(tiny_corrector):
+    app = create_app(ServiceSettings(api_keys="k1", batching=False), corrector=tiny_corrector)
+    with TestClient(app) as c:
+        doc = c.get("/openapi.json").json()
+        assert set(doc["components"]["securitySchemes"]) == {"bearer", "apiKey"}
+        assert doc["components"]["securitySchemes"]["apiKey"] == {"type": "apiKey", "in": "header", "name": "X-API-Key"}
+        assert doc["paths"]["/correct"]["post"]["security"] == [{"bearer": []}, {"apiKey": []}]
+        assert "security" not in doc["paths"]["/health"]["get"]
+
+
 @pytest.mark.parametrize(("extra", "field"), [
     ({"use_lm": "no"}, "use_lm"), ({"top_k": -1}, "top_k"), ({"top_k": 2.5}, "top_k"),
     ({"shortlist": 0}, "shortlist"), ({"shortlist": "8"}, "shortlist"), ({"max_edits": -2}, "max_edits"),

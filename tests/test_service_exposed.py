@@ -118,3 +118,18 @@ def test_log_lines_of_a_request_carry_its_id(caplog):
     assert {rec.name for rec in tagged} >= {"service.errors", "service.access"}, [(r.name, r.getMessage()) for r in caplog.records]
     [access] = [rec for rec in tagged if rec.name == "service.access"]
     assert '"POST /correct HTTP/1.1" 500' in access.getMessage()
+
+
+def test_no_request_can_forge_a_log_line_or_colour_the_terminal(caplog):
+    """Before: the access line wrote the decoded path, so %0d%0a in a URL added a fake line with a fake request
+    ID, and ANSI escapes passed through (issue 46, 8). Now the path is logged as sent (percent-encoded), and
+    any control character that reaches a line is escaped."""
+    from service.request_id import loggable
+
+    with caplog.at_level(logging.INFO), app_with() as c:
+        c.get("/health%0d%0aINFO:%20%20%20%20%20fake%20line%20[request%20x]%1b[31m")
+    [access] = [rec for rec in caplog.records if rec.name == "service.access"]
+    line = access.getMessage()
+    assert "\r" not in line and "\n" not in line and "\x1b" not in line
+    assert "/health%0d%0aINFO:" in line
+    assert loggable("GET\r\n\x1b[31m\\") == "GET\\x0d\\x0a\\x1b[31m\\\\"

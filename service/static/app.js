@@ -62,12 +62,12 @@ async function correct(event) {
   $("error").hidden = true;
   $("correct").disabled = true;
   try {
-    const response = await fetch("/correct", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(payload),
-    });
+    const headers = { "Content-Type": "application/json" };
+    const key = $("key").value.trim();
+    if (key) headers["X-API-Key"] = key;
+    const response = await fetch("/correct", { method: "POST", headers, body: JSON.stringify(payload) });
     const data = await response.json().catch(() => ({ detail: response.statusText }));
+    if (response.status === 401) $("key-label").hidden = false;  // this server wants a key: ask for it
     if (!response.ok) { showError(`Error ${response.status}: ${describe(data.detail)}`); return; }
     render(data.results[0]);
   } catch (err) {
