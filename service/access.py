@@ -1,8 +1,9 @@
 """For a service exposed beyond one machine (both off by default): API keys and a per-client rate limit,
 checked from the headers alone, before the body is read or parsed.
 
-* With keys set (``CSC_API_KEYS``, ``--api-keys-file``), the protected routes answer 401 unless the request
-  carries one of them as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``.
+* With keys set (``CSC_API_KEYS``, ``--api-keys-file``; each at least 16 characters), the protected routes answer
+  401 unless the request carries one of them as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``. An address
+  that sends wrong keys gets ten at once, then one every 10 s (429 with ``Retry-After`` in between).
 * With a rate (``--rate-limit-per-s``), each client may send ``burst`` requests at once to the limited
   routes, then one every 1/rate seconds (a token bucket); beyond that, 429 with ``Retry-After``. A client
   is its API key when keys are set, else its address (behind a proxy: the proxy's, see docs/service.md).
@@ -22,6 +23,8 @@ from .asgi import HttpMiddleware
 from .errors import refuse
 
 MAX_CLIENTS = 10_000  # buckets kept; the least recently seen client is forgotten first (it starts full again)
+WRONG_KEY_BURST = 10  # wrong keys an address may send at once ...
+WRONG_KEY_RATE = 0.1  # ... then one every 10 s: guessing a key stays hopeless, a typo costs seconds
 
 
 class RateLimiter:
@@ -66,12 +69,19 @@ class AccessMiddleware(HttpMiddleware):
         self.protected = protected
         self.limiter = limiter
         self.limited = limited
+        self.wrong_keys = RateLimiter(WRONG_KEY_RATE, WRONG_KEY_BURST)  # per address
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = presented_key(scope) if self.keys else None
         if self.keys and scope["path"] in self.protected and not self._valid(key):
             detail = "an API key is required: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'" if key is None \
                 else "the API key is not valid"
+            if key is not None and (wait := self.wrong_keys.take(self._client(scope, None),
+                                                                 asyncio.get_running_loop().time())) > 0:
+                retry = max(1, math.ceil(wait))  # guessing keys: this address waits, whatever it sends
+                await refuse(scope, receive, send, 429, f"too many wrong API keys from this address; retry in {retry} s",
+                             drain=True, headers={"Retry-After": str(retry)})
+                return
             await refuse(scope, receive, send, 401, detail, drain=True, headers={"WWW-Authenticate": "Bearer"})
             return
         if self.limiter is not None and (scope["method"], scope["path"]) in self.limited:
@@ -90,6 +100,7 @@ class AccessMiddleware(HttpMiddleware):
         return any([hmac.compare_digest(given, k) for k in self.keys])  # a list: every key compared, always
 
     def _client(self, scope: Scope, key: str | None) -> str:
+        """The key's hash when keys are set and one is given, else the address (``key`` None)."""
         if self.keys and key is not None:
             return "key:" + hashlib.sha256(key.encode("latin-1")).hexdigest()
         client = scope.get("client")

@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> None
         keys = settings.keys()
     except OSError as e:
         fail(f"invalid settings: --api-keys-file (CSC_API_KEYS_FILE): {e.strerror or e}: {settings.api_keys_file}")
+    except ValueError as e:
+        fail(f"invalid settings: CSC_API_KEYS / --api-keys-file: {e}")
     if (problem := check_port(settings.host, settings.port)) is not None:  # before the model: seconds earlier
         fail(problem)
     from corrector.bundle import Bundle

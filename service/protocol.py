@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -45,6 +46,15 @@ class ConnectionLimits:
 @cache
 def _limits_from_environment() -> ConnectionLimits:
     return ConnectionLimits.of(ServiceSettings())
+
+
+_ECHO = re.compile(r"""(?:bytearray\()?b(['"]).*?(?<!\\)\1\)?""", re.S)
+
+
+def without_echo(reason: str) -> str:
+    """h11's reason without the bytes it quotes from the request ("illegal header line: bytearray(b'X-API-Key
+    secret')"): an answer never repeats what was sent, a key included."""
+    return _ECHO.sub("(the line as sent)", reason)[:MAX_REASON]
 
 
 def raw_response(status: int, reason: str, detail: str, extra: bytes = b"") -> bytes:
@@ -127,7 +137,7 @@ class GuardedH11Protocol(H11Protocol):
     def send_400_response(self, msg: str) -> None:
         self._stop_header_timer()
         conn = self.conn
-        reason = conn.error[:MAX_REASON] if isinstance(conn, _Connection) and conn.error else msg
+        reason = without_echo(conn.error if isinstance(conn, _Connection) and conn.error else msg)
         status = conn.error_status if isinstance(conn, _Connection) and conn.error_status in (400, 431) else 400
         body = json.dumps({"detail": f"invalid HTTP request: {reason}"}, ensure_ascii=True).encode("ascii")
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

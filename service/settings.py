@@ -91,7 +91,14 @@ class ServiceSettings(BaseSettings):
         if self.api_keys_file is not None:
             text = self.api_keys_file.read_text(encoding="utf-8")
             keys |= {line.strip() for line in text.splitlines() if not line.lstrip().startswith("#")}
-        return frozenset(k for k in keys if k)
+        keys = {k for k in keys if k}
+        if short := [k for k in keys if len(k) < MIN_KEY_CHARS]:
+            raise ValueError(f"an API key must have at least {MIN_KEY_CHARS} characters ({len(short)} shorter): make "
+                             "one with python -c 'import secrets; print(secrets.token_urlsafe(24))'")
+        return frozenset(keys)
+
+
+MIN_KEY_CHARS = 16  # a shorter key can be guessed; secrets.token_urlsafe(24) gives 32
 
 
 def one_line(error: ValidationError) -> str:

@@ -119,7 +119,7 @@ def test_the_schema_and_the_message_give_this_servers_maxima(tiny_corrector):
 
 
 def test_with_api_keys_the_openapi_document_says_how_to_send_one(tiny_corrector):
-    app = create_app(ServiceSettings(api_keys="k1", batching=False), corrector=tiny_corrector)
+    app = create_app(ServiceSettings(api_keys="key-one-0123456789", batching=False), corrector=tiny_corrector)
     with TestClient(app) as c:
         doc = c.get("/openapi.json").json()
         assert set(doc["components"]["securitySchemes"]) == {"bearer", "apiKey"}

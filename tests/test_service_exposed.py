@@ -38,13 +38,13 @@ def app_with(**settings: Any) -> TestClient:
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory) -> Iterator[TestClient]:
     keys = tmp_path_factory.mktemp("keys") / "keys.txt"
-    keys.write_text("# one key a line\nfile-key\n\n", encoding="utf-8")
-    with app_with(api_keys="env-key, other-key", api_keys_file=keys) as c:
+    keys.write_text("# one key a line\nfile-key-0123456789\n\n", encoding="utf-8")
+    with app_with(api_keys="env-key-0123456789, other-key-0123456789", api_keys_file=keys) as c:
         yield c
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"X-API-Key": "wrong"},
-                                     {"Authorization": "Basic env-key"}, {"Authorization": "Bearer "}])
+                                     {"Authorization": "Basic env-key-0123456789"}, {"Authorization": "Bearer "}])
 def test_without_a_valid_key_correct_and_metrics_are_401(keyed, headers):
     r = keyed.post("/correct", content=BODY, headers={**JSON, **headers})
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
@@ -52,8 +52,8 @@ def test_without_a_valid_key_correct_and_metrics_are_401(keyed, headers):
     assert keyed.get("/metrics", headers=headers).status_code == 401
 
 
-@pytest.mark.parametrize("headers", [{"Authorization": "Bearer env-key"}, {"authorization": "bearer other-key"},
-                                     {"X-API-Key": "file-key"}])
+@pytest.mark.parametrize("headers", [{"Authorization": "Bearer env-key-0123456789"}, {"authorization": "bearer other-key-0123456789"},
+                                     {"X-API-Key": "file-key-0123456789"}])
 def test_a_key_from_the_environment_or_the_file_is_accepted(keyed, headers):
     r = keyed.post("/correct", content=BODY, headers={**JSON, **headers})
     assert r.status_code == 200 and r.json()["results"][0]["target"] == "今天"
@@ -67,7 +67,7 @@ def test_probes_and_pages_need_no_key(keyed, path):
 
 def test_a_401_is_counted_under_its_route(keyed):
     keyed.post("/correct", content=BODY, headers=JSON)
-    text = keyed.get("/metrics", headers={"X-API-Key": "file-key"}).text
+    text = keyed.get("/metrics", headers={"X-API-Key": "file-key-0123456789"}).text
     assert 'csc_http_errors_total{kind="unauthorized",route="/correct"}' in text
 
 
@@ -89,13 +89,13 @@ def test_the_rate_limiter_remembers_a_bounded_number_of_clients():
 
 
 def test_past_the_rate_a_client_gets_429_with_retry_after():
-    with app_with(rate_limit_per_s=0.01, rate_limit_burst=2, api_keys="k1,k2") as c:
-        one = {**JSON, "X-API-Key": "k1"}
+    with app_with(rate_limit_per_s=0.01, rate_limit_burst=2, api_keys="key-one-0123456789,key-two-0123456789") as c:
+        one = {**JSON, "X-API-Key": "key-one-0123456789"}
         assert [c.post("/correct", content=BODY, headers=one).status_code for _ in range(2)] == [200, 200]
         r = c.post("/correct", content=BODY, headers=one)
         assert r.status_code == 429 and r.headers["retry-after"] == "100"
         assert r.json() == {"detail": "too many requests from this client; retry in 100 s"}
-        assert c.post("/correct", content=BODY, headers={**JSON, "X-API-Key": "k2"}).status_code == 200
+        assert c.post("/correct", content=BODY, headers={**JSON, "X-API-Key": "key-two-0123456789"}).status_code == 200
         assert c.get("/health").status_code == 200  # only /correct counts
 
 
@@ -133,3 +133,17 @@ def test_no_request_can_forge_a_log_line_or_colour_the_terminal(caplog):
     assert "\r" not in line and "\n" not in line and "\x1b" not in line
     assert "/health%0d%0aINFO:" in line
     assert loggable("GET\r\n\x1b[31m\\") == "GET\\x0d\\x0a\\x1b[31m\\\\"
+
+
+def test_short_keys_are_refused_and_guessing_keys_is_throttled_per_address():
+    """Before: any key length was accepted and wrong keys were never limited (1,033 guesses a second; a
+    two-character key found in 0.5 s; issue 46, 8)."""
+    with pytest.raises(ValueError, match="at least 16 characters"):
+        ServiceSettings(api_keys="short").keys()
+    with app_with(api_keys="the-right-key-0123456789") as c:
+        wrong = [c.post("/correct", content=BODY, headers={**JSON, "X-API-Key": f"guess-{i}"}) for i in range(12)]
+        assert [r.status_code for r in wrong] == [401] * 10 + [429] * 2
+        assert wrong[-1].headers["retry-after"] == "10" and "wrong API keys" in wrong[-1].json()["detail"]
+        # the right key still works (only wrong ones are counted), and so do the other routes
+        assert c.post("/correct", content=BODY, headers={**JSON, "X-API-Key": "the-right-key-0123456789"}).status_code == 200
+        assert c.get("/health").status_code == 200

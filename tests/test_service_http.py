@@ -148,6 +148,15 @@ def test_protocol_errors_are_answered_as_json(guarded, raw, expected):
     assert json.loads(body)["detail"].startswith("invalid HTTP request: ")
 
 
+def test_a_protocol_error_never_repeats_the_request_line_it_names(guarded):
+    """Before: "illegal header line: bytearray(b'X-API-Key secret-key')" copied a key into the answer."""
+    with connect(guarded) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-API-Key secret-key-123\r\n\r\n")
+        status, headers, body = read_response(s)
+    detail = json.loads(body)["detail"]
+    assert status == 400 and detail.startswith("invalid HTTP request: ") and "secret-key" not in detail, detail
+
+
 def test_content_length_with_transfer_encoding_is_refused(guarded):
     """Before: accepted (Transfer-Encoding won), the ambiguity request smuggling is made of."""
     body = b'{"text": "a"}'
