@@ -185,6 +185,21 @@ def test_prior_kind_draws_what_real_errors_wrote(tables):
         Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(mix=parse_mix("prior=1")))
 
 
+def test_function_kind_slips_function_words_into_their_homophones(tables):
+    """function: 在 -> 再, 做 -> 作, 已 -> 以 ... as FUNCTION_SLIPS weighs them; a sentence with no such character
+    gets none (the other kinds would make the error), and only characters the corpus writes are drawn."""
+    from training.data.corruption import FUNCTION_SLIPS
+
+    corrupter = Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(mix=parse_mix("function=1")))
+    for sentence in ("我在北京和上海都住过三年。", "这件衣服做工很精致", "他已经知道自己错了"):
+        drawn = {corrupter.corrupt(sentence, n_errors=1)[0] for _ in range(50)}
+        for source in drawn:
+            (i,) = [k for k, (a, b) in enumerate(zip(source, sentence)) if a != b]
+            assert source[i] in FUNCTION_SLIPS[sentence[i]], (sentence, source)
+    assert corrupter.corrupt("今天天气很好", n_errors=1)[2] == []
+    assert {"的", "地", "得", "在", "再", "做", "作", "象", "像", "已", "以"} <= set(FUNCTION_SLIPS)
+
+
 def test_lm_kind_keeps_the_draw_the_lm_cannot_tell_apart(tables):
     """lm: of the prior's draws at a position, the one the LM scores highest, and only if it costs the
     sentence at most lm_margin nats; the LM here is a hand-made table of sentence scores."""

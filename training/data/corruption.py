@@ -17,7 +17,17 @@ from pathlib import Path
 from corrector.similarity import SimilarityTables, pinyin_similarity
 from corrector.text import _CJK_RANGES, is_cjk
 
-KINDS = ("word", "sound", "shape", "random", "prior", "lm")
+KINDS = ("word", "sound", "shape", "random", "prior", "lm", "function")
+# function: the slips between function words and their homophones that native writers make whatever they
+# write about (的/地/得, 在/再, 做/作, 象/像, 已/以, ...): each character with what it is written as instead,
+# weighted by how often (a rough order from mainland proofreading guides; both directions occur)
+FUNCTION_SLIPS: dict[str, dict[str, float]] = {
+    "的": {"地": 1.0, "得": 1.0}, "地": {"的": 2.0, "得": 0.3}, "得": {"的": 2.0, "地": 0.5},
+    "在": {"再": 1.0}, "再": {"在": 1.5}, "做": {"作": 1.0}, "作": {"做": 1.0}, "像": {"象": 1.0}, "象": {"像": 0.5},
+    "已": {"以": 1.0}, "以": {"已": 0.5}, "那": {"哪": 0.5}, "哪": {"那": 1.0}, "即": {"既": 0.5}, "既": {"即": 0.5},
+    "需": {"须": 0.5}, "须": {"需": 0.5}, "带": {"戴": 0.5}, "戴": {"带": 1.0}, "座": {"坐": 0.5}, "坐": {"座": 0.5},
+    "有": {"又": 0.3}, "又": {"有": 0.5}, "到": {"道": 0.3}, "道": {"到": 0.3},
+}
 DEFAULT_MIX = {"word": 0.30, "sound": 0.40, "shape": 0.25, "random": 0.05}  # roughly SIGHAN-like
 # prior: a character written for the intended one as in real errors (training.data.confusion_prior's
 # P(written | intended) from the real training pairs and the candidate table); needs --prior-candidates
@@ -219,7 +229,7 @@ class Corrupter:
         pool = sorted(self.writable, key=lambda c: (-tables.frequency(c), c))
         self._random_pool = pool[: cfg.random_pool]
         self._cache: dict[str, dict[str, tuple[list[str], list[float]] | None]] = {"sound": {}, "shape": {},
-                                                                                  "prior": {}}
+                                                                                  "prior": {}, "function": {}}
 
     def usable(self, ch: str) -> bool:
         """A character we may write into a sentence (see ``writable_chars``)."""
@@ -233,6 +243,8 @@ class Corrupter:
             cfg, t = self.config, self.tables
             if kind == "prior":
                 scored = sorted((c, w) for c, w in self.prior.get(ch, {}).items() if c != ch and self.usable(c))
+            elif kind == "function":
+                scored = sorted((c, w) for c, w in FUNCTION_SLIPS.get(ch, {}).items() if self.usable(c))
             elif kind == "sound":
                 own = t.readings(ch)
                 scored = [

@@ -18,6 +18,8 @@ seed give a byte-identical file. The synthetic errors copy how real ones happen:
 * ``lm``: an error the character n-gram LM alone cannot tell apart: a few draws from the prior (or the
   sound table) at a few positions, the one the LM likes best kept if it costs the sentence at most
   ``lm_margin`` nats of LM log-probability. These are the errors the networks must learn to catch.
+* ``function``: a function word slipped into its homophone, as native writers do whatever the topic (的/地/得,
+  在/再, 做/作, 象/像, 已/以, 那/哪, ...: ``corruption.FUNCTION_SLIPS``).
 
 A share of sentences (``--clean-share``) is kept untouched so the model learns to leave correct text
 alone. Only CJK characters of the vocab are replaced, and only by CJK vocab characters seen in the corpus.
