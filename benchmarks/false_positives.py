@@ -4,9 +4,10 @@
 
 Three kinds of correct sentences: the target side of ``csc/wang271k_dev.tsv`` (news-style, many
 names), the error-free sentences of the dev split (``training.data.splits.dev_pairs``: the held-out
-sighan_train targets), and held-out lines of the professionally edited corpus files (laws and news;
-every 200th line, the lines the character LM's build holds out, cut at sentence ends). Prints the
-share of sentences changed and the most frequent changes.
+sighan_train targets), and held-out lines of the professionally edited corpus files (laws and news, cut at sentence
+ends): the lines the bundle's character LM never counted. Its build holds out every 200th line counted over the
+files it read (``corpus_files`` in its meta.json) in sorted order, so the lines depend on that list: a corpus with
+more files holds out other lines. Prints the share of sentences changed and the most frequent changes.
 """
 
 from __future__ import annotations
@@ -27,13 +28,22 @@ EDITED = ("laws.txt.gz", "news_rss.txt.gz", "news_titles.txt.gz", "news_xwlb.txt
 HOLDOUT_EVERY = 200  # training.evidence.char_lm's default
 
 
-def corpus_sentences(corpus: Path, limit: int) -> list[str]:
-    out: list[str] = []
-    for name in EDITED:
+def corpus_sentences(corpus: Path, limit: int, lm_files: list[str] | None = None) -> list[str]:
+    """Sentences of the edited files' lines that an LM built on ``lm_files`` (default: every file of ``corpus``)
+    held out: every HOLDOUT_EVERY-th line of them all, counted in sorted file order (char_lm_estimate.read_corpus)."""
+    files = sorted(lm_files) if lm_files else sorted(f.name for f in corpus.glob("*.txt.gz"))
+    held: dict[str, list[str]] = {name: [] for name in EDITED}
+    seen = 0
+    for name in files:
         with gzip.open(corpus / name, "rt", encoding="utf-8") as f:
             lines = [x for x in f.read().split("\n") if x]
-        held = lines[HOLDOUT_EVERY - 1 :: HOLDOUT_EVERY]
-        sents = [s for line in held for s in re.findall(r"[^。！？]*[。！？]?", line) if 8 <= len(s) <= 80]
+        if name in held:
+            first = (HOLDOUT_EVERY - 1 - seen) % HOLDOUT_EVERY
+            held[name] = lines[first::HOLDOUT_EVERY]
+        seen += len(lines)
+    out: list[str] = []
+    for name in EDITED:
+        sents = [s for line in held[name] for s in re.findall(r"[^。！？]*[。！？]?", line) if 8 <= len(s) <= 80]
         out += sents[: limit // len(EDITED)]
     return out
 
@@ -52,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     sets = {
         "wang271k_dev targets": list(dict.fromkeys(t for _, t in read_pairs(a.data / "csc" / "wang271k_dev.tsv"))),
         "dev split, error-free": [s for s, t in dev_pairs(a.data) if s == t],
-        "held-out corpus (laws, news)": corpus_sentences(a.data / "corpus", a.corpus_sentences),
+        "held-out corpus (laws, news)": corpus_sentences(a.data / "corpus", a.corpus_sentences, lm_files(fix)),
     }
     print("| correct sentences | count | changed | top changes |\n|---|---:|---:|---|")
     for name, texts in sets.items():
@@ -61,6 +71,14 @@ def main(argv: list[str] | None = None) -> None:
         top = Counter(f"{e.source}→{e.target}" for r in results for e in r.edits).most_common(5)
         print(f"| {name} | {len(texts):,} | {changed / len(texts):.1%} | {', '.join(f'{k} ({v})' for k, v in top)} |",
               flush=True)
+
+
+def lm_files(fix: Corrector) -> list[str] | None:
+    """The corpus files the bundle's LM was built on, as its meta.json records them (None: not recorded)."""
+    import json
+
+    meta = Path(fix.bundle.path) / "lm" / "meta.json"
+    return json.loads(meta.read_text(encoding="utf-8")).get("corpus_files") if meta.is_file() else None
 
 
 if __name__ == "__main__":

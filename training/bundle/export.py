@@ -138,7 +138,7 @@ class Evidence:
             shutil.copytree(self.lm, root / LM_DIR, ignore=shutil.ignore_patterns("*.log"))
             meta = json.loads((root / LM_DIR / "meta.json").read_text(encoding="utf-8"))
             keys = ("format", "order", "smoothing", "prune", "ngrams", "quant_bits", "heldout_perplexity",
-                    "build_seconds", "in_domain")
+                    "build_seconds", "in_domain", "corpus_files")
             size = sum(p.stat().st_size for p in (root / LM_DIR).rglob("*") if p.is_file())
             manifest.lm = {**{k: meta[k] for k in keys if k in meta}, "size_bytes": size}
         if self.candidates is not None:

@@ -37,6 +37,16 @@ DATA_TERMS = {
                           "repository MIT; QA scraped from consultation sites"),
     "news_titles.txt.gz": ("THUCNews headlines (649453932/Chinese-Text-Classification-Pytorch)",
                            "repository MIT; THUCNews itself: research use"),
+    "fiction_translated.txt.gz": ("published Chinese translations of foreign novels (hhhqueenie/repo, YangCao28/style_llm)",
+                                  "no licence file; the translations are copyrighted by their translators and publishers"),
+    "tech_articles.txt.gz": ("translated technical articles and a tech weekly (xitu/gold-miner, ruanyf/weekly)",
+                             "no licence file; gold-miner allows study and non-commercial reprint with attribution"),
+    "tech_docs.txt.gz": ("software documentation (pingcap/docs-cn, opengauss-mirror/docs, PaddlePaddle/docs, OI-wiki)",
+                         "CC BY-SA 3.0, MIT, Apache-2.0, CC BY-SA 4.0 + SATA"),
+    "tech_books.txt.gz": ("Chinese-written programming tutorials (d2l-zh, hello-algo, JavaGuide, ctf-wiki and others)",
+                          "Apache-2.0, MIT, CC BY-NC-SA 4.0 (non-commercial), some without a licence file"),
+    "essays.txt.gz": ("modern essays and school textbook texts (TinySnow/TinySnow.github.io, hantang/cntextbook)",
+                      "no licence file; copyright with the authors and publishers"),
     "sighan_train.tsv": ("SIGHAN 2013-2015 CSC training sets, simplified (aopolin-lv/ECSpell)",
                          "repository MIT; SIGHAN parts academic use only"),
     "csc_hard_train.tsv": ("synthetic hard CSC pairs on People's Daily sentences (zejunwang1/csc_hard)",
@@ -223,8 +233,11 @@ def metrics_section(m: dict[str, Any]) -> list[str]:
 
 def data_section(m: dict[str, Any]) -> list[str]:
     corpus = m.get("provenance", {}).get("pretraining", {}).get("corpus", [])
+    lm_corpus = m.get("lm", {}).get("corpus_files") or corpus  # the LM may be built on more text than the networks
     pairs_use = "fine-tuning; candidate counts; the LM's in-domain counts; fitting the ranker"
-    uses: list[tuple[str, str]] = [(name, "pretraining; synthetic errors; the character LM") for name in corpus]
+    uses: list[tuple[str, str]] = [(name, "pretraining; synthetic errors" + ("; the character LM" if name in lm_corpus
+                                                                             else "")) for name in corpus]
+    uses += [(name, "the character LM") for name in lm_corpus if name not in corpus]
     real = m.get("candidates", {}).get("real_pair_files") or REAL_PAIRS
     uses += [(real[0], pairs_use + "; its held-out dev split chose the threshold"), *((f, pairs_use) for f in real[1:])]
     rule = m.get("ranker", {}).get("threshold_rule", {})
