@@ -161,7 +161,7 @@ def run_serve(argv: list[str]) -> int:
     """The HTTP service: installed as corrector.service; in a checkout that is not installed, its service/."""
     import importlib
 
-    from .model_path import install_hint
+    from .model_path import missing_extra
 
     try:
         try:
@@ -171,10 +171,7 @@ def run_serve(argv: list[str]) -> int:
                 raise
             service_cli = importlib.import_module("service.cli")
     except ModuleNotFoundError as e:  # fastapi, uvicorn, pydantic, ...: the service extra is not installed
-        if (e.name or "").split(".")[0] in ("corrector", "service"):
-            raise
-        raise CliError(f"the service needs the 'service' extra (no module {e.name!r}): "
-                       f"{install_hint('service')}") from None
+        raise CliError(missing_extra(e, "the service", "service")) from None
     service_cli.main(argv, prog="python -m corrector serve")
     return 0
 

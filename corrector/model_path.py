@@ -46,3 +46,11 @@ def install_hint(extra: str) -> str:
     """The command that installs an extra: in a checkout an editable install, else the published package's."""
     checkout = (Path(__file__).resolve().parent.parent / "pyproject.toml").is_file()
     return f"pip install -e '.[{extra}]'" if checkout else f"pip install 'electra-csc[{extra}]'"
+
+
+def missing_extra(error: ModuleNotFoundError, what: str, extra: str) -> str:
+    """The one-line message when ``what`` failed to import because ``extra`` is not installed; re-raises ``error``
+    when the missing module is this project's own (a broken install, not a missing extra)."""
+    if (error.name or "").split(".")[0] in ("corrector", "service"):
+        raise error
+    return f"{what} needs the '{extra}' extra (no module {error.name!r}): {install_hint(extra)}"

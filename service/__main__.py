@@ -1,12 +1,10 @@
 import sys
 
-from corrector.model_path import install_hint
+from corrector.model_path import missing_extra
 
 try:
     from .cli import main
 except ModuleNotFoundError as e:  # fastapi, uvicorn, pydantic, ...: the service extra is not installed
-    if (e.name or "").split(".")[0] in ("corrector", "service"):
-        raise
-    sys.exit(f"error: the service needs the 'service' extra (no module {e.name!r}): {install_hint('service')}")
+    sys.exit(f"error: {missing_extra(e, 'the service', 'service')}")
 
 main()

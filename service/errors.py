@@ -66,13 +66,13 @@ def over_maximum(name: str, limit: int) -> dict[str, Any]:
             "type": "less_than_equal"}
 
 
-def _message(error: dict[str, Any], maxima: dict[str, int] | None = None) -> str:
+def _message(error: dict[str, Any], maxima: dict[str, int]) -> str:
     """The error's message; for JSON that does not parse, with the parser's reason ("Expecting value"); for a
     capped setting over its declared bound, this server's (lower) maximum, as below it."""
     msg = str(error.get("msg", ""))
     loc = list(error.get("loc", ()))
-    if error.get("type") == "less_than_equal" and len(loc) == 2 and loc[0] == "body" and loc[1] in (maxima or {}):
-        return str(over_maximum(str(loc[1]), (maxima or {})[str(loc[1])])["msg"])
+    if error.get("type") == "less_than_equal" and len(loc) == 2 and loc[0] == "body" and loc[1] in maxima:
+        return str(over_maximum(loc[1], maxima[loc[1]])["msg"])
     reason = (error.get("ctx") or {}).get("error")
     return f"{msg}: {reason}" if error.get("type") == "json_invalid" and isinstance(reason, str) else msg
 

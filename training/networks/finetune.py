@@ -77,7 +77,9 @@ class CscModel(nn.Module):
         wrong = (src != tgt) & editable
         keep = attn.bool()
         seen = src
-        if mft_mask is not None and bool(mft_mask.any()):
+        if mft_mask is not None and not bool(mft_mask.any()):
+            mft_mask = None  # nothing drawn this step
+        if mft_mask is not None:
             seen = torch.where(mft_mask, torch.full_like(src, SPECIAL_IDS["[MASK]"]), src)
             keep = keep & ~mft_mask
             train_pos = train_pos | mft_mask
@@ -98,7 +100,7 @@ class CscModel(nn.Module):
         with torch.no_grad():
             w = wrong[train_pos]
             stats = {"cor_acc_err": ((logits.argmax(-1) == targets) & w).sum() / w.sum().clamp(min=1)}
-            if mft_mask is not None and bool(mft_mask.any()):
+            if mft_mask is not None:
                 m = mft_mask[train_pos]
                 stats["cor_acc_mft"] = ((logits.argmax(-1) == targets) & m).sum() / m.sum().clamp(min=1)
         return {"loss": cor + det_weight * det, "cor": cor, "det": det, **stats}
@@ -120,9 +122,6 @@ def generator_positions(src: np.ndarray, tgt: np.ndarray, editable: np.ndarray, 
     train_pos = wrong | (editable & (rng.random(src.shape) < cfg.copy_rate))
     show_mask = rng.random(src.shape) < cfg.mask_prob
     return train_pos, show_mask
-
-
-STEP_KINDS = ("plain", "masked", "copy")
 
 
 def step_kind(rng: np.random.Generator, cfg: FinetuneConfig) -> str:

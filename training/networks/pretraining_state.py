@@ -25,6 +25,15 @@ STATE = Path(__file__).resolve().parents[2] / "data" / "pretraining"
 MAX_BYTES = 25 * 1000 * 1000
 
 
+def save_fp16(src: Path, dst: Path) -> None:
+    """A safetensors file's float tensors written again in fp16 (the rest as they are)."""
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(str(src))
+    half = {k: (v.astype(np.float16) if v.dtype in (np.float32, np.float64) else v) for k, v in weights.items()}
+    save_file(half, str(dst), metadata={"format": "pt"})
+
+
 def state_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -32,8 +41,6 @@ def state_bytes(path: Path) -> int:
 def save(run: Path, out: Path = STATE, max_bytes: int = MAX_BYTES) -> dict:
     """``run``'s pair (a pretraining run folder, or a snapshot of one) into ``out`` in fp16, with its provenance;
     ``out`` is replaced only once the new state is complete and within ``max_bytes``. Returns the provenance."""
-    from safetensors.numpy import load_file, save_file
-
     prov_file = run / "provenance.json"
     prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.exists() else {}
     if "pretraining" not in prov or "finetune" in prov:
@@ -42,9 +49,7 @@ def save(run: Path, out: Path = STATE, max_bytes: int = MAX_BYTES) -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     for net in NETS:
         (tmp / net).mkdir(parents=True)
-        weights = load_file(str(run / net / "model.safetensors"))
-        half = {k: (v.astype(np.float16) if v.dtype in (np.float32, np.float64) else v) for k, v in weights.items()}
-        save_file(half, str(tmp / net / "model.safetensors"), metadata={"format": "pt"})
+        save_fp16(run / net / "model.safetensors", tmp / net / "model.safetensors")
         for name in SMALL_FILES:
             shutil.copyfile(run / net / name, tmp / net / name)
     p = prov["pretraining"]

@@ -117,15 +117,13 @@ def unpack_data(src: Path, dst: Path) -> dict:
 def pack_pair(run: Path, dst: Path) -> list[Path]:
     """A pair folder (discriminator/ and generator/ Hugging Face dirs, provenance.json) as three files:
     ``discriminator.safetensors`` and ``generator.safetensors`` in fp16, and ``pair.tar`` with the rest."""
-    from safetensors.numpy import load_file, save_file
+    from training.networks.pretraining_state import save_fp16
 
     dst.mkdir(parents=True, exist_ok=True)
     out = []
     for net in NETS:
-        weights = load_file(str(run / net / "model.safetensors"))
-        half = {k: (v.astype(np.float16) if v.dtype in (np.float32, np.float64) else v) for k, v in weights.items()}
         path = dst / f"{net}.safetensors"
-        save_file(half, str(path), metadata={"format": "pt"})
+        save_fp16(run / net / "model.safetensors", path)
         if path.stat().st_size > RETURN_FILE_LIMIT:
             raise SystemExit(f"{path}: {path.stat().st_size / MIB:.1f} MiB, over the 16 MiB a returned file may hold")
         out.append(path)
