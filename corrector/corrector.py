@@ -33,10 +33,10 @@ from .rank import HEURISTIC, RankerWeights
 from .runtime import Device, Networks, OnnxNetworks, ProcessLocalPool
 from .script import ScriptView, prepare_converters, simplified_text, simplified_view
 from .similarity import SimilarityTables
-from .stages import Chunk, Decided, Prepared, Scored, assemble
+from .stages import Chunk, Decided, Prepared, Scored, assemble, edits_by_chunk
 from .text import sentence_chunk_spans
 from .tokenize import build_tokenizer, encode_batch, read_vocab_list
-from .types import Correction, CorrectorError, Explanation
+from .types import Correction, CorrectorError, Edit, Explanation
 
 if TYPE_CHECKING:
     from .char_lm_kenlm import KenLMCharLM
@@ -170,7 +170,15 @@ class Corrector:
 
         ``settings`` override the decoding settings for this call (any CorrectorConfig field)."""
         prepared = self.prepare(texts, **settings)
-        return assemble(prepared, [self.decide(s, prepared.settings) for s in self.score(prepared)])
+        return prepared.assemble(self.correct_chunks(prepared.chunks, prepared.settings))
+
+    def correct_chunks(self, chunks: Sequence[Chunk], settings: CorrectorConfig) -> list[tuple[Edit, ...]]:
+        """Score and decide ``chunks``: any chunks that ``prepare`` made with ``settings`` (its
+        ``prepared.settings``), from one call or several, in any order. Each chunk's edits, in chunk positions
+        (``Prepared.assemble`` puts them back into texts). A chunk's edits never depend on what else is in the
+        call: chunks are the corrector's work units."""
+        batches = self._batches(chunks, settings)
+        return edits_by_chunk(chunks, [self.decide(s, settings) for s in self._score_batches(batches, settings)])
 
     def explain(self, text: str, top_k: int = 5, **settings: Any) -> Explanation:
         """Per character: RTD probability, every feature and the probability of each choice, and why
@@ -210,12 +218,7 @@ class Corrector:
         encs = encode_batch(self.tokenizer, [p[2].text for p in pieces], self.max_tokens)
         chunks = tuple(Chunk(i, s, v.text, enc, prot, view=v if v.traditional else None, mainland=mainland)
                        for (i, s, v, prot, mainland), enc in zip(pieces, encs))
-        todo = [c for c in chunks if c.site_tokens()]
-        # networks that run one unpadded row per call pay nothing for padding: no need to cut batches by length
-        max_padding = math.inf if self.networks.rows_alone else 0.25
-        lengths = [len(c.enc.ids) for c in todo]
-        batches = tuple(tuple(todo[i] for i in idx) for idx in _length_batches(lengths, cfg.batch_size, max_padding))
-        return Prepared(tuple(texts), cfg, chunks, batches)
+        return Prepared(tuple(texts), cfg, chunks, self._batches(chunks, cfg))
 
     def score(self, prepared: Prepared, word_pairs: bool | None = None) -> Iterator[Scored]:
         """Each batch of ``prepared`` scored: its sites and every feature of every choice. The networks of the
@@ -224,18 +227,29 @@ class Corrector:
 
         Word-pair candidates are gathered with the LM (their evidence is the LM's) when the scorer weighs the
         ``pair`` feature (``word_pairs`` True/False: regardless)."""
-        batches = prepared.batches
+        return self._score_batches(prepared.batches, prepared.settings, word_pairs)
+
+    def _score_batches(self, batches: Sequence[Sequence[Chunk]], cfg: CorrectorConfig,
+                       word_pairs: bool | None = None) -> Iterator[Scored]:
         if len(batches) < 2:
             for b in batches:
-                yield self.score_sites(b, self.sites(b, prepared.settings), prepared.settings, word_pairs)
+                yield self.score_sites(b, self.sites(b, cfg), cfg, word_pairs)
             return
         pool = self._ahead.get()
-        pending = pool.submit(self.sites, batches[0], prepared.settings)
+        pending = pool.submit(self.sites, batches[0], cfg)
         for k, batch in enumerate(batches):
             sites = pending.result()
             if k + 1 < len(batches):
-                pending = pool.submit(self.sites, batches[k + 1], prepared.settings)
-            yield self.score_sites(batch, sites, prepared.settings, word_pairs)
+                pending = pool.submit(self.sites, batches[k + 1], cfg)
+            yield self.score_sites(batch, sites, cfg, word_pairs)
+
+    def _batches(self, chunks: Sequence[Chunk], cfg: CorrectorConfig) -> tuple[tuple[Chunk, ...], ...]:
+        """The chunks with sites, in network calls of similar length."""
+        todo = [c for c in chunks if c.site_tokens()]
+        # networks that run one unpadded row per call pay nothing for padding: no need to cut batches by length
+        max_padding = math.inf if self.networks.rows_alone else 0.25
+        lengths = [len(c.enc.ids) for c in todo]
+        return tuple(tuple(todo[i] for i in idx) for idx in _length_batches(lengths, cfg.batch_size, max_padding))
 
     def sites(self, batch: Sequence[Chunk], settings: CorrectorConfig | None = None) -> Sites:
         """The networks on a batch of chunks: one site per editable, unprotected character that the discriminator

@@ -4,6 +4,12 @@
     decided = [fix.decide(s, prepared.settings) for s in fix.score(prepared)]   # one Scored per batch
     corrections = assemble(prepared, decided)           # what correct_batch returns
 
+Every decision about a whole text (its script, the words protected in it) is made by ``prepare``; after it each
+chunk is decided alone. So the chunks are the corrector's *work units*: ``fix.correct_chunks(chunks, settings)``
+corrects any of them, from one prepared call or several with equal settings, in any grouping, and
+``prepared.assemble(edits)`` puts a call's texts back together (``correct_batch`` is exactly that; the service
+schedules the chunks of many requests this way).
+
 ``Scored`` is immutable (its feature matrix is read-only): ``decide`` may run on it any number of times, with any
 settings (a threshold sweep decodes the same scores at many thresholds). ``Decided`` gives every site one status;
 the edits and ``explain`` are both read off it.
@@ -70,6 +76,23 @@ class Prepared:
     chunks: tuple[Chunk, ...]
     batches: tuple[tuple[Chunk, ...], ...]  # the chunks with sites, cut into network calls
 
+    def assemble(self, edits: Sequence[Sequence[Edit]]) -> list[Correction]:
+        """The corrections of every text from each chunk's edits (``edits[i]``: those of ``chunks[i]``, in chunk
+        positions, as ``Corrector.correct_chunks`` returns them)."""
+        if len(edits) != len(self.chunks):
+            raise ValueError(f"{len(edits)} lists of edits for {len(self.chunks)} chunks")
+        per_text: dict[int, list[Edit]] = defaultdict(list)
+        for ch, chunk_edits in zip(self.chunks, edits):
+            per_text[ch.text_index].extend(replace(e, position=ch.start + e.position) for e in chunk_edits)
+        out = []
+        for i, text in enumerate(self.texts):
+            made = sorted(per_text.get(i, []), key=lambda e: e.position)
+            chars = list(text)
+            for e in made:
+                chars[e.position] = e.target
+            out.append(Correction(text, "".join(chars), made))
+        return out
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -103,15 +126,10 @@ class Decided:
 
 def assemble(prepared: Prepared, decided: Sequence[Decided]) -> list[Correction]:
     """The corrections of every text: each chunk's edits at their positions in the text."""
-    per_text: dict[int, list[Edit]] = defaultdict(list)
-    for d in decided:
-        for ch, edits in zip(d.scored.chunks, d.edits):
-            per_text[ch.text_index].extend(replace(e, position=ch.start + e.position) for e in edits)
-    out = []
-    for i, text in enumerate(prepared.texts):
-        made = sorted(per_text.get(i, []), key=lambda e: e.position)
-        chars = list(text)
-        for e in made:
-            chars[e.position] = e.target
-        out.append(Correction(text, "".join(chars), made))
-    return out
+    return prepared.assemble(edits_by_chunk(prepared.chunks, decided))
+
+
+def edits_by_chunk(chunks: Sequence[Chunk], decided: Sequence[Decided]) -> list[tuple[Edit, ...]]:
+    """Each of ``chunks``' edits as ``decided`` made them (none for a chunk no batch held: it has no site)."""
+    made = {id(ch): e for d in decided for ch, e in zip(d.scored.chunks, d.edits)}
+    return [made.get(id(ch), ()) for ch in chunks]

@@ -21,7 +21,7 @@ from starlette.routing import Mount, Route
 from corrector import CorrectorError
 
 from .access import AccessMiddleware, RateLimiter
-from .batching import DirectRunner, MicroBatcher, Runner, SupportsCorrectBatch
+from .batching import DirectRunner, MicroBatcher, Runner, SupportsWorkUnits
 from .cost import measure_rate
 from .errors import (
     BodyGuardMiddleware,
@@ -51,7 +51,7 @@ class ModelLoadError(RuntimeError):
     """The model bundle could not be loaded; the server does not start."""
 
 
-def load_corrector(settings: ServiceSettings) -> SupportsCorrectBatch:
+def load_corrector(settings: ServiceSettings) -> SupportsWorkUnits:
     """The corrector, loaded and run once; any failure (a missing or corrupt file, a device that is not
     there) is a ModelLoadError with a one-line message."""
     from corrector import Corrector
@@ -69,7 +69,7 @@ def load_corrector(settings: ServiceSettings) -> SupportsCorrectBatch:
     return fixer
 
 
-def model_speed(corrector: SupportsCorrectBatch, settings: ServiceSettings) -> float:
+def model_speed(corrector: SupportsWorkUnits, settings: ServiceSettings) -> float:
     """Cost characters per second: ``cost_chars_per_s`` when set, else measured now."""
     if settings.cost_chars_per_s is not None:
         return settings.cost_chars_per_s
@@ -80,14 +80,14 @@ def model_speed(corrector: SupportsCorrectBatch, settings: ServiceSettings) -> f
         raise ModelLoadError(f"cannot run the model: {type(e).__name__}: {lines[0][:300]}") from None
 
 
-def make_runner(corrector: SupportsCorrectBatch, settings: ServiceSettings, metrics: Metrics, rate: float) -> Runner:
+def make_runner(corrector: SupportsWorkUnits, settings: ServiceSettings, metrics: Metrics, rate: float) -> Runner:
     kind = MicroBatcher if settings.batching else DirectRunner
     return kind(corrector, max_batch_size=settings.max_batch_size, max_batch_chars=settings.max_batch_chars,
                 max_wait_ms=settings.max_wait_ms, max_concurrent=settings.max_concurrent_batches,
                 on_batch=metrics.observe_batch, rate=rate, share=settings.admission_share)
 
 
-def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsCorrectBatch | None = None) -> FastAPI:
+def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWorkUnits | None = None) -> FastAPI:
     """The app. ``corrector`` skips loading (tests pass a loaded or fake one); otherwise the lifespan loads
     ``settings.model_dir``."""
     settings = settings if settings is not None else ServiceSettings()

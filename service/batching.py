@@ -1,22 +1,26 @@
-"""Running ``correct_batch`` off the event loop, fairly: no request can hold the model for long.
+"""Running the corrector's work off the event loop, fairly: no request can hold the model for long.
 
-Every request is a list of texts; a text is cut into pieces that change no decision
-(``service/splitting.py``) and put back together afterwards. The scheduler hands the model *units* of work
-that each take about the same time, ``max_batch_chars / rate`` seconds (``rate``: the measured speed in
-cost characters per second), and hold at most ``max_batch_size`` pieces:
+Every request is a list of texts. ``Corrector.prepare`` makes every decision about a whole text (its script, the
+words protected in it) and cuts it into chunks; after that each chunk is decided alone, whatever shares its call
+(``corrector/stages.py``). So the chunks are the work units: the scheduler hands the model *units* of chunks, from
+one request or several, that each take about the same time, ``max_batch_chars / rate`` seconds (``rate``: the
+measured speed in cost characters per second), and hold at most ``max_batch_size`` chunks; the request's answer is
+``prepared.assemble`` of its chunks' edits, exactly what ``correct_batch`` gives for the same texts. Preparing runs
+on its own threads, never on the event loop (a large ``protect`` list is matched there).
 
-* a request's first piece is sized by the expected speed of its settings (``cost_factor``: dearer settings,
+* a request's first unit is sized by the expected speed of its settings (``cost_factor``: dearer settings,
   fewer characters), a quarter of a unit for a request that needs several; after each of its units the
-  speed measured on its own text sizes the next pieces, so a text that is dear to correct (rare characters)
-  gets smaller pieces instead of longer units;
-* a small text is never cut to fill the rest of a unit; a long text is cut at the budget of the moment.
+  speed measured on its own text sizes the next ones, so a text that is dear to correct (rare characters)
+  gets smaller units instead of longer ones;
+* a unit is filled with whole chunks of the request it serves, and with fresh requests that fit whole (a small
+  request is never cut to fill a unit).
 
 The policy, for any mix of requests:
 
 * A request that has not had a unit yet is *fresh*; fresh requests are served first come, first served,
   and ``MicroBatcher`` gathers fresh requests with equal options into one unit (waiting up to
   ``max_wait_ms`` for company).
-* A request that has had a unit and has pieces left is *being served*; those take turns, one unit each,
+* A request that has had a unit and has chunks left is *being served*; those take turns, one unit each,
   round-robin.
 * Fresh requests go first, but never twice in a row while a request being served waits: a fresh request
   waits for at most one unit of the requests being served, and the requests being served get at least
@@ -29,37 +33,54 @@ started. ``service/cost.py`` decides beforehand whether a request can finish wit
 unit, a request that the measured speed of its own text shows cannot finish in time is ended at once
 (``TooSlow``) instead of running into its timeout.
 
-``DirectRunner`` never mixes requests (each unit holds one request's pieces). Requests with different
+``DirectRunner`` never mixes requests (each unit holds one request's chunks). Requests with different
 decoding settings are never mixed in one call.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import inspect
 import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from corrector import Correction, CorrectorError, Edit
+from corrector import Correction, Edit
 
 from .cost import Admission, admit, cost_factor
 from .schemas import CorrectOptions
-from .splitting import Cutter, Piece, pieces
 
 log = logging.getLogger(__name__)
 
-BatchObserver = Callable[[int], None]  # called with the number of texts of every model call
-PROBE = 0.25  # a long request's first piece, in units: its text may be far dearer than the expected speed
+BatchObserver = Callable[[int], None]  # called with the number of chunks of every model call
+PROBE = 0.25  # a long request's first unit, in units: its text may be far dearer than the expected speed
+PREPARE_THREADS = 2  # a small request is never prepared behind one long text
 
 
-class SupportsCorrectBatch(Protocol):
+class WorkChunk(Protocol):
+    """A chunk of a prepared text (``corrector.stages.Chunk``): what the model reads."""
+
+    @property
+    def text(self) -> str: ...
+
+
+class PreparedWork(Protocol):
+    """What ``prepare`` returns (``corrector.stages.Prepared``)."""
+
+    @property
+    def settings(self) -> Any: ...
+
+    @property
+    def chunks(self) -> Sequence[WorkChunk]: ...
+
+    def assemble(self, edits: Sequence[Sequence[Edit]]) -> list[Correction]: ...
+
+
+class SupportsWorkUnits(Protocol):
     """What the service needs from a ``corrector.Corrector`` (tests pass fakes)."""
 
     @property
@@ -68,33 +89,14 @@ class SupportsCorrectBatch(Protocol):
     @property
     def version(self) -> str: ...
 
-    # correct_batch(texts, **settings), settings named after CorrectorConfig fields (see correct_with_settings)
     @property
-    def correct_batch(self) -> Callable[..., list[Correction]]: ...
+    def config(self) -> Any: ...  # the decoding defaults (``CorrectorConfig``): what a request's settings cost
 
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]: ...
 
-def correct_with_settings(corrector: SupportsCorrectBatch, texts: list[str], settings: dict[str, Any]) -> list[Correction]:
-    """``corrector.correct_batch(texts, **settings)``, settings named after CorrectorConfig fields.
+    def prepare(self, texts: Sequence[str], **settings: Any) -> PreparedWork: ...
 
-    Adapter, to go once ``Corrector.correct_batch`` takes every setting: a ``correct_batch`` without
-    ``**settings`` gets the ones it names, and the rest through a shallow copy of the corrector whose
-    ``config`` has them (the networks and tables are shared, nothing is reloaded).
-    """
-    params = inspect.signature(corrector.correct_batch).parameters
-    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    rest = {} if takes_all else {k: v for k, v in settings.items() if k not in params}
-    if not rest:
-        return corrector.correct_batch(texts, **settings)
-    config = getattr(corrector, "config", None)
-    if config is None:
-        raise CorrectorError(f"this corrector does not take the setting(s) {', '.join(sorted(rest))}")
-    try:
-        config = config.with_overrides(**rest)
-    except (TypeError, ValueError) as e:
-        raise CorrectorError(str(e)) from None
-    variant = copy.copy(corrector)
-    variant.config = config  # type: ignore[attr-defined]
-    return variant.correct_batch(texts, **{k: v for k, v in settings.items() if k in params})
+    def correct_chunks(self, chunks: Sequence[Any], settings: Any) -> Sequence[Sequence[Edit]]: ...
 
 
 class ServiceClosing(Exception):
@@ -134,77 +136,88 @@ class TooSlow(Exception):
 
 @dataclass(frozen=True)
 class Plan:
-    """A request's texts, cut with the budget of one unit at the expected speed, and their cost in cost
-    characters (what the model reads, context included, times the settings' cost factor). The scheduler cuts
-    the same way until it measures the speed of the text itself."""
+    """A request's size before any work: its characters, the settings' cost factor, and its cost in cost
+    characters (characters times the factor)."""
 
-    texts: list[str]
-    produced: list[tuple[int, Piece]]  # (index of the text, piece), in order
+    chars: int
     factor: float
-    cost: float
 
-    def piece_texts(self) -> list[str]:
-        return [self.texts[t][p.lo : p.hi] for t, p in self.produced]
+    @property
+    def cost(self) -> float:
+        return self.chars * self.factor
 
 
 @dataclass(eq=False)
 class _Request:
-    cutters: list[Cutter]
+    prepared: PreparedWork
     options: CorrectOptions
     future: asyncio.Future[list[Correction]]
     since: float  # loop time when it was queued
     deadline: float  # loop time by which it must be answered (inf: none)
     timeout: float
-    expected: float  # model characters per second expected for its settings (rate / cost factor)
-    inflation: float  # model characters per character of text (context of cuts without punctuation)
-    speed: float = 0.0  # model characters per second: expected, then as measured on its own units
-    produced: list[tuple[int, Piece]] = field(default_factory=list)
-    results: list[Correction | None] = field(default_factory=list)
-    finished: int = 0
-    many_pieces: bool = False  # its plan has more than one piece
-    text: int = 0  # the cutter in use
+    expected: float  # characters per second expected for its settings (rate / cost factor)
+    many_units: bool  # it needs more than one unit
+    speed: float = 0.0  # characters per second: expected, then as measured on its own units
+    edits: list[Sequence[Edit] | None] = field(default_factory=list)  # per chunk, once corrected
+    next: int = 0  # the first chunk not handed out
+    finished: int = 0  # chunks corrected
     left: int = 0  # characters not handed out yet
 
     def __post_init__(self) -> None:
         self.speed = self.expected
-        self.left = sum(c.left for c in self.cutters)
+        self.edits = [None] * len(self.prepared.chunks)
+        self.left = sum(len(c.text) for c in self.prepared.chunks)
 
     @property
     def remaining(self) -> bool:
-        while self.text < len(self.cutters) and self.cutters[self.text].done:
-            self.text += 1
-        return self.text < len(self.cutters)
+        return self.next < len(self.edits)
+
+    @property
+    def complete(self) -> bool:
+        return self.finished == len(self.edits)
+
+    def take(self, budget: int, most: int) -> range:
+        """The next chunks, at most ``most`` of them and as many as fit ``budget`` characters (at least one)."""
+        assert self.remaining
+        chunks = self.prepared.chunks
+        end, size = self.next, 0
+        while end < min(len(chunks), self.next + most) and (end == self.next or size + len(chunks[end].text) <= budget):
+            size += len(chunks[end].text)
+            end += 1
+        taken = range(self.next, end)
+        self.next = end
+        self.left -= size
+        return taken
 
     def rest_size(self) -> int:
-        """What the model would read for the rest of the current text, in one piece."""
-        return self.cutters[self.text].rest_size() if self.remaining else 0
+        """Characters not handed out yet."""
+        return self.left
 
-    def take(self, budget: int) -> int:
-        """The next piece of at most ``budget`` model characters (at least one chunk); its index."""
-        assert self.remaining
-        piece = self.cutters[self.text].take(budget)
-        self.produced.append((self.text, piece))
-        self.results.append(None)
-        self.left -= piece.end - piece.start
-        return len(self.produced) - 1
+    def chunks_left(self) -> int:
+        return len(self.edits) - self.next
 
-    def piece_text(self, i: int) -> str:
-        t, p = self.produced[i]
-        return self.cutters[t].text[p.lo : p.hi]
+    def next_size(self) -> int:
+        """Characters of the next chunk."""
+        return len(self.prepared.chunks[self.next].text)
 
     def seconds_left(self) -> float:
         """Model time for what is not handed out yet, at its speed."""
-        return self.left * self.inflation / self.speed
+        return self.left / self.speed
 
 
 @dataclass
 class _Unit:
     options: CorrectOptions
-    parts: list[tuple[_Request, int]] = field(default_factory=list)  # (request, index of the piece)
+    parts: list[tuple[_Request, range]] = field(default_factory=list)  # (request, its chunks)
     seconds: float = 0.0  # expected model time
 
-    def texts(self) -> list[str]:
-        return [r.piece_text(i) for r, i in self.parts]
+    @property
+    def size(self) -> int:
+        """Chunks in the unit."""
+        return sum(len(taken) for _, taken in self.parts)
+
+    def chunks(self) -> list[Any]:
+        return [r.prepared.chunks[i] for r, taken in self.parts for i in taken]
 
 
 class Runner:
@@ -218,7 +231,7 @@ class Runner:
 
     gather = True  # units may hold pieces of several fresh requests
 
-    def __init__(self, corrector: SupportsCorrectBatch, *, max_batch_size: int = 32, max_batch_chars: int = 1000,
+    def __init__(self, corrector: SupportsWorkUnits, *, max_batch_size: int = 32, max_batch_chars: int = 1000,
                  max_wait_ms: float = 5.0, max_concurrent: int = 1, on_batch: BatchObserver | None = None,
                  rate: float | None = None, share: float = 0.5):
         self.corrector = corrector
@@ -230,6 +243,8 @@ class Runner:
         self.rate = rate
         self.share = share
         self._executor: ThreadPoolExecutor | None = None
+        self._preparer: ThreadPoolExecutor | None = None
+        self._reserved: dict[int, tuple[float, float]] = {}  # admitted, being prepared: (model seconds, deadline)
         self._closing = False
         self._fresh: deque[_Request] = deque()  # no unit yet, first come first served
         self._served: deque[_Request] = deque()  # had a unit, pieces left: round-robin
@@ -241,12 +256,23 @@ class Runner:
         self._running: set[asyncio.Task[None]] = set()
 
     @property
+    def preparing(self) -> int:
+        """Admitted requests whose texts are being prepared (not queued yet)."""
+        return len(self._reserved)
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for a unit or between their units."""
+        return len(self._fresh) + len(self._served)
+
+    @property
     def unit_seconds(self) -> float:
         """How long a unit should take (in characters per 1/s when there is no rate)."""
         return self.max_batch_chars / (self.rate or 1.0)
 
     async def start(self) -> None:
         self._executor = ThreadPoolExecutor(self.max_concurrent, thread_name_prefix="csc-model")
+        self._preparer = ThreadPoolExecutor(PREPARE_THREADS, thread_name_prefix="csc-prepare")
         self._closing = False
         self._wakeup = asyncio.Event()  # bound to the running loop
         self._slots = asyncio.Semaphore(self.max_concurrent)
@@ -257,7 +283,7 @@ class Runner:
         self._closing = True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while (self._live() or self._running) and loop.time() < deadline:
+        while (self._live() or self._running or self._reserved) and loop.time() < deadline:
             await asyncio.sleep(0.01)
         if self._collector is not None:
             self._collector.cancel()
@@ -268,17 +294,14 @@ class Runner:
                 r.future.set_exception(ServiceClosing("the service is shutting down"))
         self._fresh.clear()
         self._served.clear()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)  # a call still running finishes on its own
-            self._executor = None
+        for pool in (self._executor, self._preparer):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)  # a call still running finishes on its own
+        self._executor = self._preparer = None
 
     def plan(self, texts: list[str], options: CorrectOptions) -> Plan:
-        """Cut ``texts`` with one unit's budget at the expected speed and price them; nothing runs."""
-        factor = cost_factor(options.as_kwargs(), getattr(self.corrector, "config", None))
-        budget = max(1, int(self.max_batch_chars / factor))
-        window, protect = self._window(), self._protected(options)
-        produced = [(t, p) for t, text in enumerate(texts) for p in pieces(text, budget, window, protect)]
-        return Plan(texts, produced, factor, sum(p.size for _, p in produced) * factor)
+        """The size and cost of ``texts`` at ``options``; nothing runs."""
+        return Plan(sum(map(len, texts)), cost_factor(options.as_kwargs(), self.corrector.config))
 
     def admission(self, plan: Plan, timeout: float) -> Admission:
         """Whether ``plan`` can finish within ``timeout`` seconds beside the work admitted (always yes
@@ -287,13 +310,14 @@ class Runner:
             return Admission(True, 0.0)
         now = asyncio.get_running_loop().time()
         others = [(r.seconds_left(), r.deadline - now) for r in self._admitted if not r.future.done()]
+        others += [(seconds, deadline - now) for seconds, deadline in self._reserved.values()]
         return admit(plan.cost / self.rate, timeout, others, self.share)
 
     async def correct(self, texts: list[str], options: CorrectOptions, timeout: float | None = None) -> list[Correction]:
-        """Corrections for ``texts`` in order. With ``timeout`` (seconds) and a rate, a request that could
-        not finish in time raises ``Refused`` before any work, or ``TooSlow`` after a unit that shows it.
-        Cancelling the caller drops the units not yet started."""
-        if self._closing or self._collector is None:
+        """Corrections for ``texts`` in order: exactly ``correct_batch(texts, **options)``. With ``timeout``
+        (seconds) and a rate, a request that could not finish in time raises ``Refused`` before any work, or
+        ``TooSlow`` after a unit that shows it. Cancelling the caller drops the units not yet started."""
+        if self._closing or self._collector is None or self._preparer is None:
             raise ServiceClosing("the service is shutting down")
         if not texts:
             return []
@@ -303,32 +327,29 @@ class Runner:
             if not verdict.ok:
                 raise Refused(verdict, plan.cost, timeout, self.rate, self.share)
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[list[Correction]] = loop.create_future()
         now = loop.time()
-        window, protect = self._window(), self._protected(options)
-        chars = sum(map(len, texts))
-        expected = (self.rate or 1.0) / plan.factor
-        request = _Request([Cutter(t, window, protect) for t in texts], options, future, now,
-                           now + timeout if timeout else math.inf, timeout or math.inf, expected,
-                           max(1.0, plan.cost / plan.factor / chars) if chars else 1.0,
-                           many_pieces=len(plan.produced) > 1)
+        deadline = now + timeout if timeout else math.inf
+        token = object()
+        self._reserved[id(token)] = (plan.cost / (self.rate or 1.0), deadline)
+        try:  # a CorrectorError (a setting this model refuses) reaches the caller from here
+            prepared = await loop.run_in_executor(self._preparer, lambda: self.corrector.prepare(texts, **options.as_kwargs()))
+        finally:
+            del self._reserved[id(token)]
+        if self._collector is None:  # stopped meanwhile
+            raise ServiceClosing("the service is shutting down")
+        future: asyncio.Future[list[Correction]] = loop.create_future()
+        request = _Request(prepared, options, future, now, deadline, timeout or math.inf, (self.rate or 1.0) / plan.factor,
+                           many_units=plan.chars > self.unit_seconds * (self.rate or 1.0) / plan.factor)
+        if not request.remaining:
+            return prepared.assemble([])
         self._fresh.append(request)
         self._admitted.append(request)
         self._wakeup.set()
         try:
-            results = await future  # a cancelled caller cancels the future; the scheduler then skips it
+            await future  # a cancelled caller cancels the future; the scheduler then skips it
         finally:
             self._admitted.remove(request)
-        return stitch(texts, request.produced, results)
-
-    def _window(self) -> int | None:
-        """The model's window in characters (the corrector cuts chunks of max_tokens - 2); None: never cut."""
-        max_tokens = getattr(self.corrector, "max_tokens", None)
-        return max_tokens - 2 if isinstance(max_tokens, int) and max_tokens > 2 else None
-
-    def _protected(self, options: CorrectOptions) -> tuple[str, ...]:
-        config = getattr(self.corrector, "config", None)
-        return (*options.as_kwargs().get("protect", ()), *getattr(config, "protect", ()))
+        return prepared.assemble([e if e is not None else () for e in request.edits])
 
     # ---- inside the event loop -------------------------------------------------------------------
 
@@ -395,36 +416,44 @@ class Runner:
         return unit
 
     def _fill(self, options: CorrectOptions, members: list[_Request]) -> _Unit:
-        """Round-robin over ``members``, one piece each in turn, while the unit has time left: its first
-        piece as large as one unit allows, then only whole rests of texts that fit."""
+        """Round-robin over ``members``, one part each in turn, while the unit has time and room left (at most
+        ``max_batch_size`` chunks): its first part as large as one unit allows, then whole chunks of it and whole
+        requests of its company that fit."""
         unit = _Unit(options)
+        probed = None  # a long request's first part: its speed is unknown, so it gets only that in this unit
         added = True
-        while added and len(unit.parts) < self.max_batch_size:
+        while added and unit.size < self.max_batch_size:
             added = False
             for r in members:
-                if not r.remaining or len(unit.parts) >= self.max_batch_size:
+                room = self.max_batch_size - unit.size
+                if not r.remaining or room <= 0 or r is probed:
                     continue
                 if not unit.parts:
-                    probe = PROBE if r.many_pieces and not r.produced else 1.0  # a long request's speed is unknown
-                    i = r.take(max(1, int(self.unit_seconds * r.speed * probe)))
-                else:
-                    rest = r.rest_size()
-                    if unit.seconds + rest / r.speed > self.unit_seconds:
+                    probe = r.many_units and not r.next
+                    probed = r if probe else None
+                    taken = r.take(max(1, int(self.unit_seconds * r.speed * (PROBE if probe else 1.0))), room)
+                elif r is unit.parts[0][0]:  # the request the unit serves: the whole chunks that fit
+                    budget = int((self.unit_seconds - unit.seconds) * r.speed)
+                    if budget < r.next_size():
                         continue
-                    i = r.take(rest)
-                unit.parts.append((r, i))
-                unit.seconds += r.produced[i][1].size / r.speed
+                    taken = r.take(budget, room)
+                else:  # company: only a whole request that fits (a small request is never cut to fill a unit)
+                    if unit.seconds + r.rest_size() / r.speed > self.unit_seconds or r.chunks_left() > room:
+                        continue
+                    taken = r.take(r.rest_size(), room)
+                unit.parts.append((r, taken))
+                unit.seconds += sum(len(r.prepared.chunks[i].text) for i in taken) / r.speed
                 added = True
         return unit
 
     async def _run(self, unit: _Unit) -> None:
         try:
-            parts = [(r, i) for r, i in unit.parts if not r.future.done()]  # a caller may have left meanwhile
+            parts = [(r, taken) for r, taken in unit.parts if not r.future.done()]  # a caller may have left meanwhile
             if not parts:
                 return
             unit.parts = parts
             try:
-                results, seconds = await self._in_thread(unit.texts(), unit.options)
+                edits, seconds = await self._in_thread(unit.chunks(), parts[0][0].prepared.settings)
             except Exception as e:  # every caller of this call gets the error
                 for r, _ in parts:
                     if not r.future.done():
@@ -435,54 +464,36 @@ class Runner:
                 slower = seconds / unit.seconds  # the unit's time over what was expected
                 for r in members:
                     r.speed = min(r.expected, r.speed / max(slower, 1e-3))
-            for (r, i), result in zip(parts, results):
-                r.results[i] = result
-                r.finished += 1
+            done = iter(edits)
+            for r, taken in parts:
+                for i in taken:
+                    r.edits[i] = next(done)
+                r.finished += len(taken)
             now = asyncio.get_running_loop().time()
             for r in members:
                 if r.future.done():
                     continue
-                if not r.remaining and r.finished == len(r.produced):
-                    r.future.set_result([c for c in r.results if c is not None])
+                if r.complete:
+                    r.future.set_result([])
                 elif self.rate is not None and r.seconds_left() > r.deadline - now:
-                    r.future.set_exception(TooSlow(r.speed / r.inflation, r.left, r.deadline - now, r.timeout))
+                    r.future.set_exception(TooSlow(r.speed, r.left, r.deadline - now, r.timeout))
         finally:
             self._slots.release()
             self._wakeup.set()
 
-    async def _in_thread(self, texts: list[str], options: CorrectOptions) -> tuple[list[Correction], float]:
+    async def _in_thread(self, chunks: list[Any], settings: Any) -> tuple[Sequence[Sequence[Edit]], float]:
         if self._executor is None:
             raise ServiceClosing("the service is shutting down")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, texts, options)
+        return await loop.run_in_executor(self._executor, self._call, chunks, settings)
 
-    def _call(self, texts: list[str], options: CorrectOptions) -> tuple[list[Correction], float]:
-        """Runs in a worker thread: the corrections and the seconds they took."""
+    def _call(self, chunks: list[Any], settings: Any) -> tuple[Sequence[Sequence[Edit]], float]:
+        """Runs in a worker thread: each chunk's edits and the seconds they took."""
         if self.on_batch is not None:
-            self.on_batch(len(texts))
+            self.on_batch(len(chunks))
         start = time.perf_counter()
-        results = correct_with_settings(self.corrector, texts, options.as_kwargs())
-        return results, time.perf_counter() - start
-
-
-def stitch(texts: list[str], produced: list[tuple[int, Piece]], results: list[Correction]) -> list[Correction]:
-    """One Correction per text from the corrections of its pieces (in order): each piece's core kept, edit
-    positions shifted back."""
-    parts: list[list[tuple[Piece, Correction]]] = [[] for _ in texts]
-    for (t, piece), c in zip(produced, results):
-        parts[t].append((piece, c))
-    out: list[Correction] = []
-    for text, pieces_ in zip(texts, parts):
-        if len(pieces_) == 1 and pieces_[0][0] == Piece(0, len(text), 0, len(text)):
-            out.append(pieces_[0][1])
-            continue
-        target: list[str] = []
-        edits: list[Edit] = []
-        for p, c in pieces_:
-            target.append(c.target[p.start - p.lo : p.end - p.lo])
-            edits += [replace(e, position=e.position + p.lo) for e in c.edits if p.start <= e.position + p.lo < p.end]
-        out.append(Correction(text, "".join(target), edits))
-    return out
+        edits = self.corrector.correct_chunks(chunks, settings)
+        return edits, time.perf_counter() - start
 
 
 class MicroBatcher(Runner):

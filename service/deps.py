@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from .batching import Runner, SupportsCorrectBatch
+from .batching import Runner, SupportsWorkUnits
 from .metrics import Metrics
 from .settings import ServiceSettings
 
@@ -24,8 +24,8 @@ def get_metrics(request: Request) -> Metrics:
     return metrics
 
 
-def get_corrector(request: Request) -> SupportsCorrectBatch:
-    corrector: SupportsCorrectBatch | None = request.app.state.corrector
+def get_corrector(request: Request) -> SupportsWorkUnits:
+    corrector: SupportsWorkUnits | None = request.app.state.corrector
     if corrector is None:
         raise HTTPException(503, NOT_READY, headers={"Retry-After": "5"})
     return corrector
@@ -40,5 +40,5 @@ def get_runner(request: Request) -> Runner:
 
 SettingsDep = Annotated[ServiceSettings, Depends(get_settings)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
-CorrectorDep = Annotated[SupportsCorrectBatch, Depends(get_corrector)]
+CorrectorDep = Annotated[SupportsWorkUnits, Depends(get_corrector)]
 RunnerDep = Annotated[Runner, Depends(get_runner)]

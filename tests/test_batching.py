@@ -1,5 +1,5 @@
 """The scheduler with a fake corrector: gathering, routing, option groups, bounded units, fairness,
-cancellation, errors, shutdown; and the settings adapter with the real corrector."""
+cancellation, errors, shutdown; and with the real corrector, the library's answer whatever the units."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from chunked_fake import ChunkedFake
 
 from corrector import Correction, CorrectorError, Edit
-from service.batching import DirectRunner, MicroBatcher, Runner, ServiceClosing, correct_with_settings, stitch
+from service.batching import DirectRunner, MicroBatcher, Runner, ServiceClosing
 from service.schemas import CorrectOptions
 
 
-class FakeCorrector:
+class FakeCorrector(ChunkedFake):
     """Upper-cases ASCII; records every call. ``delay`` seconds per call plus ``per_char`` seconds per
     character (a model's cost); texts 'boom' raise."""
 
@@ -159,111 +160,61 @@ def test_direct_runner_never_mixes_requests():
 
 
 def test_every_setting_reaches_the_corrector(forced_corrector, tiny_bundle):
-    """Settings travel as keywords named after CorrectorConfig fields; the result is what a corrector
-    loaded with those settings gives."""
+    """Settings travel as keywords named after CorrectorConfig fields through prepare to every unit; the result
+    is what a corrector loaded with those settings gives."""
     from conftest import FORCE_EDITS
 
     from corrector import Corrector
 
     texts = ["今天天汽很好，我们去公园散步吧", "他已经知道自己错了"]
     settings = {"use_lm": False, "top_k": 3, "shortlist": 2, "max_edits": 1, "protect": ("公园",)}
-    got = correct_with_settings(forced_corrector, texts, settings)
+    [got] = asyncio.run(run_all(MicroBatcher(forced_corrector, max_batch_chars=10, max_wait_ms=0),
+                                [(texts, CorrectOptions.of(**settings))]))
     want = Corrector.load(tiny_bundle, device="cpu", **{**FORCE_EDITS, **settings}).correct_batch(texts)
     assert [c.to_dict() for c in got] == [c.to_dict() for c in want]
     assert [c.to_dict() for c in got] != [c.to_dict() for c in forced_corrector.correct_batch(texts)]
     with pytest.raises(CorrectorError, match="top_k"):
-        correct_with_settings(forced_corrector, texts, {"top_k": -1})
+        asyncio.run(run_all(MicroBatcher(forced_corrector), [(texts, CorrectOptions.of(top_k=-1))]))
 
 
-def test_long_texts_are_cut_without_changing_any_decision(forced_corrector):
-    """A long text runs as pieces of <= max_batch_chars in separate calls; the stitched result is exactly the
-    whole text's (cuts fall on the corrector's own chunk boundaries, after punctuation, outside protected words)."""
+def test_long_texts_run_in_units_without_changing_any_decision(forced_corrector):
+    """A long text runs as units of <= max_batch_chars in separate calls; the answer is exactly correct_batch's
+    (every decision about the whole text is made by prepare; the units are its chunks)."""
     sentences = ["今天天汽很好，我们去公园散步吧。", "他已经知道自己错了！", "中国人民银行在北京，上海的张三李四也来了；",
                  "hello 未来😀末日", "候车的侯爵拔草" * 30]  # the last: a 210-character run without punctuation
     text = "".join(sentences[i % len(sentences)] for i in range(120))
     calls: list[int] = []
 
     class Counting:
-        name, version = "counting", "0"
-        max_tokens = forced_corrector.max_tokens
-        config = forced_corrector.config
+        name, version, config = "counting", "0", forced_corrector.config
+        prepare, correct_batch = forced_corrector.prepare, forced_corrector.correct_batch
 
-        def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
-            calls.extend(map(len, texts))
-            return correct_with_settings(forced_corrector, list(texts), settings)
+        def correct_chunks(self, chunks: Sequence[Any], settings: Any) -> Any:
+            calls.append(sum(len(c.text) for c in chunks))
+            return forced_corrector.correct_chunks(chunks, settings)
 
     for settings in ({}, {"protect": ("北京，上海", "李四"), "protect_dictionary_words": True, "max_edits": 1}):
         calls.clear()
         [[got]] = asyncio.run(run_all(MicroBatcher(Counting(), max_batch_chars=300, max_wait_ms=0),
                                     [([text], CorrectOptions.of(**settings))]))
-        [want] = correct_with_settings(forced_corrector, [text], dict(settings))
+        [want] = forced_corrector.correct_batch([text], **settings)
         assert len(calls) > 10 and sum(calls) == len(text)
-        assert max(calls) <= 300  # the 210-character run too: cut at the window, with context
+        assert max(calls) <= 300
         assert got.to_dict() == want.to_dict() and got.edits
 
 
-def test_pieces_tile_the_text_within_the_limit_cutting_at_chunk_boundaries():
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    from corrector.text import sentence_chunk_spans
-    from service.splitting import CUT_AFTER, pieces
-
-    @settings(max_examples=300, deadline=None)
-    @given(text=st.text(alphabet="今天好，。！a😀", max_size=400), limit=st.integers(1, 120),
-           window=st.integers(1, 60), protect=st.lists(st.text(alphabet="今天，。", min_size=2, max_size=4), max_size=2))
-    def check(text: str, limit: int, window: int, protect: list[str]) -> None:
-        out = pieces(text, limit, window, protect)
-        assert out[0].start == 0 and out[-1].end == len(text)
-        assert all(a.end == b.start for a, b in zip(out, out[1:]))
-        bounds = {0, *(e for _, e in sentence_chunk_spans(text, window))} if text else {0}
-        for p in out:
-            assert p.lo <= p.start < p.end <= p.hi or len(text) == 0
-            assert p.size <= max(limit, 3 * window)
-            assert {p.lo, p.start, p.end, p.hi} <= bounds  # the corrector's own chunk boundaries
-            if p.lo == p.start > 0:  # a soft cut: after punctuation, never inside a protected word
-                assert text[p.start - 1] in CUT_AFTER
-                for w in protect:
-                    assert not any(i < p.start < i + len(w) for i in range(len(text)) if text.startswith(w, i))
-            else:  # a hard cut carries one whole chunk of context before it (and after its end)
-                assert p.start == 0 or p.lo < p.start
-
-    check()
-
-
-def test_the_services_chunk_boundaries_are_the_correctors():
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    from corrector.text import sentence_chunk_spans
-    from service.splitting import Cutter
-
-    @settings(max_examples=300, deadline=None)
-    @given(text=st.text(alphabet="今天，。！？；…\n”’」』）)a", max_size=300), window=st.integers(1, 40))
-    def check(text: str, window: int) -> None:
-        assert Cutter(text, window).chunks == (sentence_chunk_spans(text, window) if text else [(0, 0)])
-
-    check()
-
-
-def test_pieces_with_context_give_the_whole_texts_decisions(forced_corrector):
-    """Random texts with and without punctuation, cut small: each piece corrected on its own (context
-    dropped) and stitched gives exactly the whole text's correction, protections included."""
-    from conftest import SAMPLE
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    alphabet = SAMPLE[:40] + "，。！”a "
-    options = CorrectOptions.of(protect_dictionary_words=True, max_edits=1, protect=("天气很",))
-    runner = DirectRunner(forced_corrector, max_batch_chars=150)
-
-    @settings(max_examples=12, deadline=None)
-    @given(text=st.text(alphabet=alphabet, min_size=150, max_size=500))
-    def check(text: str) -> None:
-        plan = runner.plan([text], options)
-        results = correct_with_settings(forced_corrector, plan.piece_texts(), options.as_kwargs())
-        [got] = stitch(plan.texts, plan.produced, results)
-        [want] = correct_with_settings(forced_corrector, [text], options.as_kwargs())
-        assert got.to_dict() == want.to_dict()
-
-    check()
+def test_a_mixed_script_text_gets_the_librarys_answer_whatever_shares_its_request(forced_corrector):
+    """Before: the service cut a long text into pieces judged alone, so a simplified text with traditional
+    sentences (or the reverse) got another answer than from the library, depending on where the cuts fell
+    and what shared the request. Now the whole text is prepared once and only its chunks are scheduled."""
+    simplified = "今天天汽很好，我们去公园散步吧。他已经知道自己错了。" * 12
+    traditional = "今天天氣很好，我們去公園散步吧。他已經知道自己錯了。" * 12
+    texts = [simplified + traditional, traditional + simplified, simplified + traditional[:20]]
+    want = [c.to_dict() for c in forced_corrector.correct_batch(texts)]
+    assert want != [c.to_dict() for c in forced_corrector.correct_batch([t[:200] for t in texts])]  # cuts would matter
+    for runner in (MicroBatcher(forced_corrector, max_batch_chars=40, max_wait_ms=0),
+                   DirectRunner(forced_corrector, max_batch_chars=150)):
+        alone = asyncio.run(run_all(runner, [([t], PLAIN) for t in texts]))
+        together = asyncio.run(run_all(runner, [(texts, PLAIN), (["他以经知道了。"] * 3, PLAIN)]))[0]
+        assert [c.to_dict() for [c] in alone] == want
+        assert [c.to_dict() for c in together] == want

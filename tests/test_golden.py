@@ -11,7 +11,8 @@ Confidences come from the int8 graphs, and ONNX Runtime's int8 kernels round dif
 AVX-512 VNNI (on this set: up to 0.04 in a score, never a status, target or edit). The file records a fingerprint of
 the kernels it was made on (both networks' raw outputs on one sentence): where the fingerprint matches, every
 number must match to 3 decimals; on other kernels, statuses, targets and edits must match exactly and every number
-within ``OTHER_KERNELS_TOLERANCE`` (the best candidate's character only where its score is at least that much).
+within ``OTHER_KERNELS_TOLERANCE`` (the best candidate's character only where its score is at least ``TIE_BELOW``; a site
+at the ``rtd_floor`` may be unsuspected on one CPU and asked on the other, where its best candidate scores below it).
 
 The cases are hand-written sentences (typos, correct text, traditional text, a long text, protected words, settings)
 and every 20th line of SIGHAN-15 (read from ``../shared/data`` at test time; only line numbers, a hash of each line and
@@ -37,6 +38,7 @@ SIGHAN = HERE.parents[1] / "shared" / "data" / "csc" / "sighan15_test.tsv"
 SIGHAN_EVERY = 20
 PROBE = "他以经知道自己错了我们明天在见"  # the kernels' fingerprint: the networks' outputs on it
 OTHER_KERNELS_TOLERANCE = 0.06
+TIE_BELOW = 0.1  # on other kernels, a best candidate scoring below this may be another character (a near tie)
 
 LONG = ("随着经济的快速发展，城市化进程不断加快，越来越多的人从农村来到城市工作和生活。他们在城市里辛勤劳动，为城市的建设作"
         "出了巨大的供献。但是，由于户籍制度等原因，他们的子女在教育、医疗等方面还不能享受和城市居民一样的待遇。政府已经开"
@@ -195,13 +197,18 @@ def near(want: dict, got: dict) -> dict:
     def merge(w: str, g: str) -> str:
         wp, gp = w.split(" "), g.split(" ")
         if len(wp) != len(gp):
+            # a site whose P(replaced) is at the rtd_floor: unsuspected on one CPU, asked on the other, where its best
+            # candidate scores near zero (kept either way)
+            asked = wp if gp[1:] == ["unsuspected", "-"] else gp if wp[1:] == ["unsuspected", "-"] else None
+            if asked is not None and asked[1] == "below_threshold" and float(asked[3]) < OTHER_KERNELS_TOLERANCE:
+                return w
             return g
         out = []
         for a, b in zip(wp, gp):
             close = _NUMBER.fullmatch(a) and _NUMBER.fullmatch(b) and abs(float(a) - float(b)) <= OTHER_KERNELS_TOLERANCE
             out.append(a if close else b)
         if len(gp) == 4 and _NUMBER.fullmatch(wp[3]) and _NUMBER.fullmatch(gp[3]) \
-                and min(float(wp[3]), float(gp[3])) < OTHER_KERNELS_TOLERANCE:
+                and min(float(wp[3]), float(gp[3])) < TIE_BELOW:
             out[2] = wp[2]  # a near-zero score's best character is a tie the kernels may break either way
         return " ".join(out)
 
@@ -216,10 +223,13 @@ def test_near_forgives_only_small_numbers_and_near_zero_ties():
     want = {"target": "a", "edits": ["1 以已 0.840 pinyin"], "sites": ["0 below_threshold 她 0.041", "1 applied 已 0.840"]}
     close = {"target": "a", "edits": ["1 以已 0.810 pinyin"], "sites": ["0 below_threshold 他 0.043", "1 applied 已 0.870"]}
     assert near(want, close) == want
+    assert near(want, {**close, "sites": ["0 unsuspected -", "1 applied 已 0.870"]}) == want  # at the rtd_floor
+    assert near({**want, "sites": ["0 unsuspected -", "1 applied 已 0.840"]}, close)["sites"][0] == "0 unsuspected -"
     for far in ({**close, "target": "b"}, {**close, "edits": ["1 以已 0.740 pinyin"]},
                 {**close, "edits": ["1 以己 0.840 pinyin"]}, {**close, "sites": ["0 applied 她 0.041", "1 applied 已 0.840"]},
                 {**close, "sites": ["0 below_threshold 他 0.141", "1 applied 已 0.840"]},
-                {**close, "sites": ["0 below_threshold 他 0.301", "1 applied 已 0.840"]}):
+                {**close, "sites": ["0 below_threshold 他 0.301", "1 applied 已 0.840"]},
+                {**close, "sites": ["0 below_threshold 她 0.041", "1 unsuspected -"]}):
         assert near(want, far) != want, far
 
 

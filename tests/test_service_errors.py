@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from chunked_fake import ChunkedFake
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -150,7 +151,7 @@ def test_wrong_method_and_unknown_route(client):
 
 
 def test_a_corrector_error_is_422_and_dependencies_can_be_overridden(client):
-    class Broken:
+    class Broken(ChunkedFake):
         name, version = "broken", "0"
 
         def correct_batch(self, texts, **options):

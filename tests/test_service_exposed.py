@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from chunked_fake import ChunkedFake
 from fastapi.testclient import TestClient
 
 from corrector import Correction
@@ -21,7 +22,7 @@ JSON = {"content-type": "application/json"}
 BODY = json.dumps({"text": "今天"})
 
 
-class Echo:
+class Echo(ChunkedFake):
     name, version = "echo", "0"
 
     def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from chunked_fake import ChunkedFake
 from fastapi.testclient import TestClient
 from live_server import in_thread
 
@@ -30,7 +31,7 @@ JSON = {"content-type": "application/json"}
 LONG = "一二三四五六七八九，" * 50  # 500 characters, a cut place every 10: five pieces of 100
 
 
-class Gated:
+class Gated(ChunkedFake):
     """``correct_batch`` records its texts, tells the test, then waits until the test calls ``finish``.
     A model window of 20 characters (max_tokens 22), so the service cuts long texts."""
 
@@ -42,10 +43,11 @@ class Gated:
         self._go = threading.Semaphore(0)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started: asyncio.Queue[list[str]] | None = None
+        self._runner: Runner | None = None
 
-    def bind(self) -> None:
+    def bind(self, runner: Runner) -> None:
         """Call inside the test's event loop, before any request."""
-        self._loop, self._started = asyncio.get_running_loop(), asyncio.Queue()
+        self._loop, self._started, self._runner = asyncio.get_running_loop(), asyncio.Queue(), runner
 
     def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
         assert self._loop is not None and self._started is not None
@@ -71,13 +73,17 @@ class Gated:
             seen.append(call.result())
             assert len(seen) <= max_calls, f"still not done after {max_calls} calls"
             on_call(len(seen) - 1, seen[-1])
-            await settle()  # what on_call sent is queued before the scheduler picks the next unit
+            await settle(self._runner)  # what on_call sent is queued before the scheduler picks the next unit
             self._go.release()
         return seen
 
 
-async def settle() -> None:
-    """Let every task that is ready run up to its next wait (requests reach the queue)."""
+async def settle(runner: Runner | None = None) -> None:
+    """Let every task that is ready run up to its next wait, and every request being prepared reach the queue."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+    while runner is not None and runner.preparing:
+        await asyncio.sleep(0.001)
     for _ in range(5):
         await asyncio.sleep(0)
 
@@ -96,7 +102,7 @@ def gate() -> Gated:
 async def running(runner: Runner, gate: Gated | None = None) -> AsyncIterator[Runner]:
     """``runner`` started (in the test's event loop, with ``gate`` bound to it first), and stopped after."""
     if gate is not None:
-        gate.bind()
+        gate.bind(runner)
     await runner.start()
     try:
         yield runner
@@ -214,7 +220,7 @@ def test_dearer_settings_make_smaller_units(gate: Gated):
     assert max(len("".join(c)) for c in gate.calls) <= 50 and len(gate.calls) >= 10
 
 
-class Dear:
+class Dear(ChunkedFake):
     """Corrects ``slower`` times more slowly than the rate the runner is told (sleeping ``per_char`` seconds a
     character), like a text of rare characters. Sleeps only overshoot: measured, it is never faster."""
 
@@ -285,7 +291,7 @@ def priced() -> Iterator[TestClient]:
         yield c
 
 
-class Echo:
+class Echo(ChunkedFake):
     name, version = "echo", "0"
     max_tokens = 22
 
@@ -342,7 +348,7 @@ def test_a_request_that_would_make_an_admitted_one_late_is_refused_as_busy(gate:
 # ---- end to end, over HTTP ------------------------------------------------------------------------------
 
 
-class Costly:
+class Costly(ChunkedFake):
     """A model that takes ``per_char`` seconds a character (sleeping: the server's loop stays free)."""
 
     name, version = "costly", "0"

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from chunked_fake import ChunkedFake
 from live_server import in_thread
 
 from corrector import Correction
@@ -21,7 +22,7 @@ from corrector import Correction
 LONG = "一二三四五六七八九，" * 50  # five pieces of 100 characters with max_batch_chars=100
 
 
-class Echo:
+class Echo(ChunkedFake):
     name, version = "echo", "0"
 
     def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:

@@ -51,11 +51,16 @@ def test_body_over_max_bytes_is_413_whether_announced_or_streamed(small):
 
 def test_timeout_is_504_json(forced_corrector):
     class Slow:
-        name, version = "slow", "0"
+        name, version, config = "slow", "0", forced_corrector.config
+        prepare = forced_corrector.prepare
 
         def correct_batch(self, texts, **options):
             time.sleep(0.5)
             return forced_corrector.correct_batch(texts, **options)
+
+        def correct_chunks(self, chunks, settings):
+            time.sleep(0.5)
+            return forced_corrector.correct_chunks(chunks, settings)
 
     for batching in (True, False):
         app = create_app(ServiceSettings(request_timeout_s=0.1, batching=batching, cost_chars_per_s=1e6), corrector=Slow())

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from chunked_fake import ChunkedFake
 
 from corrector import Correction
 from service.app import create_app
@@ -19,7 +20,7 @@ from service.settings import ServiceSettings
 from service.spawn import free_port
 
 
-class Echo:
+class Echo(ChunkedFake):
     name, version = "echo", "0"
 
     def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
