@@ -13,12 +13,15 @@ Two kinds, by the stage that applies them:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from .config import CorrectorConfig
 from .foreign_names import foreign_name_positions, name_chars
 from .script import mainland_form, regional_form
+from .types import CorrectorError
 
 REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
 
@@ -65,7 +68,7 @@ class Protections:
         False: without the dictionary-word guard, as for the simplified view of a traditional chunk)."""
         out: dict[int, str] = {}
         rules: list[tuple[Guard, Callable[[], set[int]]]] = [
-            (PROTECT, lambda: _word_positions(text, tuple(w for w in cfg.protect if w))),
+            (PROTECT, lambda: _word_positions(text, cfg.protect)),
             (FOREIGN_NAMES, lambda: foreign_name_positions(text, names) if names else set()),
             (DICTIONARY_WORDS, lambda: _dictionary_positions(text)
              if dictionary and cfg.protect_dictionary_words else set()),
@@ -77,14 +80,47 @@ class Protections:
         return out
 
 
+class WordMatcher:
+    """Where a list of words occurs in a text (``protect``): built once per list, then one set lookup per position
+    and word length, so a dictionary of 100,000 words costs about what ten words do (a scan per word would not)."""
+
+    def __init__(self, words: Iterable[str]):
+        by_length: dict[int, set[str]] = {}
+        for w in words:
+            if w:
+                by_length.setdefault(len(w), set()).add(w)
+        self.by_length = {n: frozenset(ws) for n, ws in sorted(by_length.items())}
+
+    def positions(self, text: str) -> set[int]:
+        """Every position inside an occurrence of a word (occurrences may overlap)."""
+        out: set[int] = set()
+        for n, words in self.by_length.items():
+            for start in range(len(text) - n + 1):
+                if text[start : start + n] in words:
+                    out.update(range(start, start + n))
+        return out
+
+
 def _word_positions(text: str, words: tuple[str, ...]) -> set[int]:
-    out: set[int] = set()
-    for w in words:
-        start = text.find(w)
-        while start >= 0:
-            out.update(range(start, start + len(w)))
-            start = text.find(w, start + 1)
-    return out
+    return _matcher(words).positions(text) if words and text else set()
+
+
+@functools.lru_cache(maxsize=8)
+def _matcher(words: tuple[str, ...]) -> WordMatcher:
+    """The matcher of a settings' word list (a service's dictionary file is matched with one built at its first
+    text; a call's own words add a small list)."""
+    return WordMatcher(words)
+
+
+def read_word_file(path: str | Path) -> tuple[str, ...]:
+    """Protected words from a UTF-8 file, one a line (blank lines and lines starting with # skipped), in order,
+    without repeats. A missing or unreadable file is a CorrectorError naming it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CorrectorError(f"cannot read the word file {path}: {getattr(e, 'strerror', None) or e}") from None
+    words = (line.strip() for line in text.splitlines())
+    return tuple(dict.fromkeys(w for w in words if w and not w.startswith("#")))
 
 
 def _dictionary_positions(text: str) -> set[int]:

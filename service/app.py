@@ -8,7 +8,9 @@ from a request), measures its speed for admission (unless ``cost_chars_per_s`` i
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -45,6 +47,9 @@ from .routes import (
 from .settings import ServiceSettings
 
 log = logging.getLogger("service")
+# how long a thread holding the GIL (the model's decoding, a text being prepared) may keep the event loop waiting;
+# Python's default, 5 ms, lets a few such waits add up to tens of milliseconds for a /health during long texts
+SWITCH_INTERVAL_S = 0.001
 
 
 class ModelLoadError(RuntimeError):
@@ -58,8 +63,7 @@ def load_corrector(settings: ServiceSettings) -> SupportsWorkUnits:
 
     try:
         fixer = Corrector.load(settings.model_dir, device=settings.device, threads=settings.threads,
-                               precision=settings.precision,
-                               **settings.corrector_settings)
+                               precision=settings.precision, **settings.corrector_overrides())
         fixer.correct_batch(["今天天气很好。"])  # jieba's dictionary and the word-pair index load on first use: before /ready
     except CorrectorError as e:
         raise ModelLoadError(f"cannot load the model: {e}") from None
@@ -95,9 +99,11 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         fixer = corrector if corrector is not None else await asyncio.to_thread(load_corrector, settings)
         rate = await asyncio.to_thread(model_speed, fixer, settings)
         metrics.cost_rate.set(rate)
+        gc.freeze()  # the model's objects live as long as the process: no collection walks them again
         runner = make_runner(fixer, settings, metrics, rate)
         await runner.start()
         networks = getattr(fixer, "networks", None)

@@ -341,7 +341,7 @@ class Runner:
         request = _Request(prepared, options, future, now, deadline, timeout or math.inf, (self.rate or 1.0) / plan.factor,
                            many_units=plan.chars > self.unit_seconds * (self.rate or 1.0) / plan.factor)
         if not request.remaining:
-            return prepared.assemble([])
+            return prepared.assemble([])  # no chunk: empty texts
         self._fresh.append(request)
         self._admitted.append(request)
         self._wakeup.set()
@@ -349,7 +349,8 @@ class Runner:
             await future  # a cancelled caller cancels the future; the scheduler then skips it
         finally:
             self._admitted.remove(request)
-        return prepared.assemble([e if e is not None else () for e in request.edits])
+        edits = [e if e is not None else () for e in request.edits]
+        return await loop.run_in_executor(self._preparer, prepared.assemble, edits)  # off the loop, as prepare
 
     # ---- inside the event loop -------------------------------------------------------------------
 

@@ -63,13 +63,15 @@ def build_parser(prog: str = "python -m service") -> argparse.ArgumentParser:
                    help="CPU graphs: auto (the bundle's recommendation), fp32 or int8")
     m.add_argument("--corrector-settings", metavar="JSON",
                    help='decoding settings for every request, e.g. \'{"protect_dictionary_words": true}\'')
+    m.add_argument("--protect-file", metavar="FILE",
+                   help="words never edited inside, one a line, for every request (names, terms: a user dictionary)")
     b = ap.add_argument_group("micro-batching")
     b.add_argument("--no-batching", action="store_const", const=False,
                    help="one model call per request instead of gathering concurrent requests")
-    b.add_argument("--max-batch-size", type=int, metavar="N", help="texts per model call (default 32)")
+    b.add_argument("--max-batch-size", type=int, metavar="N", help="chunks (sentences) per model call (default 32)")
     b.add_argument("--max-batch-chars", type=int, metavar="N",
-                   help="characters per model call (times the request's cost factor); longer texts are cut and "
-                        "interleaved with other requests (default 1000)")
+                   help="characters per model call (times the request's cost factor); longer requests run in "
+                        "several calls, interleaved with other requests (default 1000)")
     b.add_argument("--max-wait-ms", type=float, metavar="MS", help="how long a request waits for company (default 5)")
     b.add_argument("--max-concurrent-batches", type=int, metavar="N", help="model calls running at once (default 1)")
     lim = ap.add_argument_group("limits")
@@ -206,6 +208,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> None
         CorrectorConfig.from_dict({**bundle.corrector_defaults, **settings.corrector_settings})
     except (TypeError, ValueError) as e:
         fail(f"invalid settings: --corrector-settings: {e}")
+    try:
+        settings.corrector_overrides()
+    except CorrectorError as e:
+        fail(f"invalid settings: --protect-file (CSC_PROTECT_FILE): {e}")
     import uvicorn
 
     from .app import ModelLoadError, create_app, load_corrector, model_speed

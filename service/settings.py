@@ -28,6 +28,7 @@ class ServiceSettings(BaseSettings):
     precision: Precision = "auto"  # CPU graphs; auto = what the bundle's manifest recommends
     threads: int = Field(default=0, ge=0)  # ONNX Runtime intra-op threads per session; 0 = its default
     corrector_settings: dict[str, Any] = Field(default_factory=dict)  # CorrectorConfig overrides, JSON in env
+    protect_file: Path | None = None  # words never edited inside, one a line, for every request (a user dictionary)
 
     # --- server (read by the CLI) ---------------------------------------------------------------
     host: str = "127.0.0.1"
@@ -96,6 +97,17 @@ class ServiceSettings(BaseSettings):
             raise ValueError(f"an API key must have at least {MIN_KEY_CHARS} characters ({len(short)} shorter): make "
                              "one with python -c 'import secrets; print(secrets.token_urlsafe(24))'")
         return frozenset(keys)
+
+
+    def corrector_overrides(self) -> dict[str, Any]:
+        """``corrector_settings`` with the words of ``protect_file`` added to its ``protect``. CorrectorError when
+        the file cannot be read."""
+        from corrector.guards import read_word_file
+
+        out = dict(self.corrector_settings)
+        if self.protect_file is not None:
+            out["protect"] = (*out.get("protect", ()), *read_word_file(self.protect_file))
+        return out
 
 
 MIN_KEY_CHARS = 16  # a shorter key can be guessed; secrets.token_urlsafe(24) gives 32
