@@ -34,6 +34,7 @@ from .errors import (
     server_maxima,
 )
 from .metrics import Metrics, MetricsMiddleware
+from .protocol import ConnectionCapMiddleware
 from .request_id import RequestIdMiddleware
 from .routes import (
     JSON_ROUTES,
@@ -74,9 +75,12 @@ def load_corrector(settings: ServiceSettings) -> SupportsWorkUnits:
 
 
 def model_speed(corrector: SupportsWorkUnits, settings: ServiceSettings) -> float:
-    """Cost characters per second: ``cost_chars_per_s`` when set, else measured now."""
+    """Cost characters per second: ``cost_chars_per_s`` when set, else the start-up measurement (measured now
+    unless the CLI measured it before starting its workers). Then the runner follows the model as it runs."""
     if settings.cost_chars_per_s is not None:
         return settings.cost_chars_per_s
+    if settings.measured_chars_per_s is not None:
+        return settings.measured_chars_per_s
     try:
         return measure_rate(lambda texts: corrector.correct_batch(texts))
     except Exception as e:
@@ -88,7 +92,8 @@ def make_runner(corrector: SupportsWorkUnits, settings: ServiceSettings, metrics
     kind = MicroBatcher if settings.batching else DirectRunner
     return kind(corrector, max_batch_size=settings.max_batch_size, max_batch_chars=settings.max_batch_chars,
                 max_wait_ms=settings.max_wait_ms, max_concurrent=settings.max_concurrent_batches,
-                on_batch=metrics.observe_batch, rate=rate, share=settings.admission_share)
+                on_batch=metrics.observe_batch, rate=rate, share=settings.admission_share,
+                adapt_rate=settings.cost_chars_per_s is None)
 
 
 def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWorkUnits | None = None) -> FastAPI:
@@ -102,9 +107,9 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         fixer = corrector if corrector is not None else await asyncio.to_thread(load_corrector, settings)
         rate = await asyncio.to_thread(model_speed, fixer, settings)
-        metrics.cost_rate.set(rate)
         gc.freeze()  # the model's objects live as long as the process: no collection walks them again
         runner = make_runner(fixer, settings, metrics, rate)
+        metrics.follow(runner)
         await runner.start()
         networks = getattr(fixer, "networks", None)
         provider = str(getattr(networks, "provider", "unknown"))
@@ -148,6 +153,7 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
     if keys or limiter is not None:
         app.add_middleware(AccessMiddleware, keys=keys, protected=KEYED_PATHS, limiter=limiter, limited=LIMITED_ROUTES)
     app.add_middleware(ShutdownGuardMiddleware)
+    app.add_middleware(ConnectionCapMiddleware, refused=lambda cap: metrics.connections_refused.labels(cap).inc())
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known_paths(app), mounts=mount_paths(app))
     app.add_middleware(RequestIdMiddleware, access_log=settings.access_log)  # outermost: every log line has the ID

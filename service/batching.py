@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import statistics
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -56,7 +57,8 @@ from .schemas import CorrectOptions
 
 log = logging.getLogger(__name__)
 
-BatchObserver = Callable[[int], None]  # called with the number of chunks of every model call
+BatchObserver = Callable[[int, float], None]  # called with the chunks and the seconds of every model call
+RATE_SAMPLES = 32  # the admission speed is the median over this many recent units (and the start-up measurement)
 PROBE = 0.25  # a long request's first unit, in units: its text may be far dearer than the expected speed
 PREPARE_THREADS = 2  # a small request is never prepared behind one long text
 
@@ -155,6 +157,7 @@ class _Request:
     since: float  # loop time when it was queued
     deadline: float  # loop time by which it must be answered (inf: none)
     timeout: float
+    factor: float  # the cost factor of its settings
     expected: float  # characters per second expected for its settings (rate / cost factor)
     many_units: bool  # it needs more than one unit
     speed: float = 0.0  # characters per second: expected, then as measured on its own units
@@ -233,7 +236,7 @@ class Runner:
 
     def __init__(self, corrector: SupportsWorkUnits, *, max_batch_size: int = 32, max_batch_chars: int = 1000,
                  max_wait_ms: float = 5.0, max_concurrent: int = 1, on_batch: BatchObserver | None = None,
-                 rate: float | None = None, share: float = 0.5):
+                 rate: float | None = None, share: float = 0.5, adapt_rate: bool = False):
         self.corrector = corrector
         self.max_batch_size = max_batch_size
         self.max_batch_chars = max_batch_chars
@@ -242,6 +245,7 @@ class Runner:
         self.on_batch = on_batch
         self.rate = rate
         self.share = share
+        self._rates: deque[float] = deque([rate] if rate else [], maxlen=RATE_SAMPLES) if adapt_rate else deque()
         self._executor: ThreadPoolExecutor | None = None
         self._preparer: ThreadPoolExecutor | None = None
         self._reserved: dict[int, tuple[float, float]] = {}  # admitted, being prepared: (model seconds, deadline)
@@ -338,7 +342,8 @@ class Runner:
         if self._collector is None:  # stopped meanwhile
             raise ServiceClosing("the service is shutting down")
         future: asyncio.Future[list[Correction]] = loop.create_future()
-        request = _Request(prepared, options, future, now, deadline, timeout or math.inf, (self.rate or 1.0) / plan.factor,
+        request = _Request(prepared, options, future, now, deadline, timeout or math.inf, plan.factor,
+                           (self.rate or 1.0) / plan.factor,
                            many_units=plan.chars > self.unit_seconds * (self.rate or 1.0) / plan.factor)
         if not request.remaining:
             return prepared.assemble([])  # no chunk: empty texts
@@ -461,6 +466,7 @@ class Runner:
                         r.future.set_exception(e)
                 return
             members = {id(r): r for r, _ in parts}.values()
+            self._observe_rate(unit, seconds)
             if self.rate is not None and unit.seconds > 0:
                 slower = seconds / unit.seconds  # the unit's time over what was expected
                 for r in members:
@@ -490,11 +496,23 @@ class Runner:
 
     def _call(self, chunks: list[Any], settings: Any) -> tuple[Sequence[Sequence[Edit]], float]:
         """Runs in a worker thread: each chunk's edits and the seconds they took."""
-        if self.on_batch is not None:
-            self.on_batch(len(chunks))
         start = time.perf_counter()
         edits = self.corrector.correct_chunks(chunks, settings)
-        return edits, time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        if self.on_batch is not None:
+            self.on_batch(len(chunks), seconds)
+        return edits, seconds
+
+    def _observe_rate(self, unit: _Unit, seconds: float) -> None:
+        """With ``adapt_rate``, the admission speed follows the model as the server runs: the median cost characters
+        per second of the recent units planned to take at least half a unit's time (a smaller one measures mostly
+        the call's overhead)."""
+        if self.rate is None or not self._rates or seconds <= 0 or unit.seconds < self.unit_seconds / 2:
+            return
+        cost = sum(len(r.prepared.chunks[i].text) * r.factor for r, taken in unit.parts for i in taken)
+        if cost > 0:
+            self._rates.append(cost / seconds)
+            self.rate = statistics.median(self._rates)
 
 
 class MicroBatcher(Runner):

@@ -90,6 +90,8 @@ def build_parser(prog: str = "python -m service") -> argparse.ArgumentParser:
                           "timeout is refused with 413 (default 0.5)")
     c = ap.add_argument_group("connections")
     c.add_argument("--max-connections", type=int, metavar="N", help="open connections; more get a 503 (default 256)")
+    c.add_argument("--max-connections-per-client", type=int, metavar="N",
+                   help="open connections from one address (default 64; behind a proxy, as --max-connections)")
     c.add_argument("--header-timeout", type=float, metavar="S", help="time to send the request headers (default 10)")
     c.add_argument("--body-timeout", type=float, metavar="S", help="time to send the request body, then 408 (default 30)")
     c.add_argument("--keep-alive", type=float, metavar="S", help="idle keep-alive connections close after this (default 5)")
@@ -220,10 +222,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> None
     logging.config.dictConfig(log_config(settings.log_level))
     try:  # the model, loaded and timed here: a corrupt graph or a missing GPU is one line, not a traceback
         corrector = load_corrector(settings)
-        rate = model_speed(corrector, settings)
         if settings.cost_chars_per_s is None:  # measured here alone; workers on the same cores share it
-            rate /= settings.workers
-        settings = settings.model_copy(update={"cost_chars_per_s": rate})
+            rate = model_speed(corrector, settings) / settings.workers
+            settings = settings.model_copy(update={"measured_chars_per_s": rate})
     except ModelLoadError as e:
         fail(str(e))
     if not keys and not is_loopback(settings.host):

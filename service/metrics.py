@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -41,19 +42,31 @@ class Metrics:
         self.errors = Counter("csc_http_errors", "Error responses (status >= 400) by route and kind",
                               ["route", "kind"], registry=r)
         self.in_flight = Gauge("csc_http_requests_in_flight", "HTTP requests being handled", registry=r)
-        self.batch_size = Histogram("csc_batch_size", "Texts per correct_batch model call",
+        self.batch_size = Histogram("csc_batch_size", "Chunks (sentences) per model call",
                                     buckets=BATCH_BUCKETS, registry=r)
+        self.model_seconds = Histogram("csc_model_seconds", "Seconds of each model call (a unit of work)",
+                                       buckets=LATENCY_BUCKETS, registry=r)
+        self.queued = Gauge("csc_queue_depth", "Admitted requests waiting for the model or between their units "
+                                               "(preparing included)", registry=r)
         self.texts = Counter("csc_texts", "Texts corrected", registry=r)
         self.chars = Counter("csc_chars", "Characters corrected", registry=r)
         self.model_errors = Counter("csc_model_errors", "correct_batch calls that raised", registry=r)
         self.model_info = Gauge("csc_model_info", "The loaded model (value 1)", ["name", "version", "provider", "precision"],
                                 registry=r)
-        self.cost_rate = Gauge("csc_cost_chars_per_second", "Model speed admission assumes (cost characters/s)",
+        self.cost_rate = Gauge("csc_cost_chars_per_second", "Model speed admission assumes now (cost characters/s)",
                                registry=r)
         self.refused = Counter("csc_refused", "Requests refused before any work, by reason", ["reason"], registry=r)
+        self.connections_refused = Counter("csc_connections_refused", "Requests answered 503 on a connection over a "
+                                           "cap, by cap (server, client)", ["cap"], registry=r)
 
-    def observe_batch(self, size: int) -> None:
+    def observe_batch(self, size: int, seconds: float) -> None:
         self.batch_size.observe(size)
+        self.model_seconds.observe(seconds)
+
+    def follow(self, runner: Any) -> None:
+        """Gauges read from ``runner`` (a ``service.batching.Runner``) at every scrape."""
+        self.cost_rate.set_function(lambda: runner.rate or 0.0)
+        self.queued.set_function(lambda: runner.queued + runner.preparing)
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

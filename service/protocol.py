@@ -3,8 +3,12 @@
 * **Header timeout.** From the moment a connection opens, or its previous response ends, the next request's
   headers must be complete within ``header_timeout_s``; a client that trickles them slowly gets a JSON 408
   and the connection is closed (uvicorn's keep-alive timeout only covers a connection that sends nothing).
-* **Connection cap.** Beyond ``max_connections`` open connections, a new connection's request is answered
-  with a JSON 503 (``Retry-After: 1``) and the connection is closed.
+* **Connection caps.** Beyond ``max_connections`` open connections, or ``max_connections_per_client`` from one
+  address, a new connection's request is answered with a JSON 503 (``Retry-After: 1``) and the connection is
+  closed: one client cannot hold every slot. The answer goes through the app's middleware (``REFUSED``), so it
+  is counted in /metrics and has a request ID; the log gets at most one line about it every ``LOG_EVERY_S``.
+* **Header size.** Request headers larger than h11's limit (16 KiB) get a 431, whether they arrive in pieces
+  (h11's own check) or in one segment.
 * **Protocol errors as JSON.** A request h11 cannot parse gets ``{"detail": "invalid HTTP request: ..."}``
   (400, or 431 for oversized headers) instead of uvicorn's plain text.
 * **Ambiguous framing refused.** A request with both Content-Length and Transfer-Encoding is a 400 and the
@@ -17,30 +21,53 @@ runs this protocol (``http=protocol_for(settings)``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
+import math
 import re
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import h11
 from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
+from .asgi import HttpMiddleware
 from .settings import ServiceSettings
 
 MAX_REASON = 200  # characters of h11's reason kept in the answer
+
+
+REFUSED = "csc.connection_refused"  # ASGI scope key: why this connection's requests get a 503
+LOG_EVERY_S = 10.0  # refused connections are logged at most once in this many seconds, with their count
 
 
 @dataclass(frozen=True)
 class ConnectionLimits:
     header_timeout_s: float
     max_connections: int
+    max_connections_per_client: int
 
     @classmethod
     def of(cls, settings: ServiceSettings) -> ConnectionLimits:
-        return cls(settings.header_timeout_s, settings.max_connections)
+        return cls(settings.header_timeout_s, settings.max_connections, settings.max_connections_per_client)
+
+
+class _Clients:
+    """Open connections per client address on one server, and the refusals not logged yet."""
+
+    def __init__(self) -> None:
+        self.open: collections.Counter[str] = collections.Counter()
+        self.refused = 0
+        self.logged_at = -math.inf
+
+
+_clients: weakref.WeakKeyDictionary[ServerState, _Clients] = weakref.WeakKeyDictionary()
 
 
 @cache
@@ -70,6 +97,7 @@ class _Connection(h11.Connection):
     error: str = ""
     error_status: int = 400
     on_request: Any = None  # called when a request's headers are complete
+    header_limit: int = DEFAULT_MAX_INCOMPLETE_EVENT_SIZE  # bytes of a request line and headers
 
     def next_event(self) -> Any:
         try:
@@ -82,18 +110,48 @@ class _Connection(h11.Connection):
             if b"content-length" in names and b"transfer-encoding" in names:
                 self.error, self.error_status = "a request may not carry both Content-Length and Transfer-Encoding", 400
                 raise h11.RemoteProtocolError(self.error, 400)
+            size = len(event.method) + len(event.target) + sum(len(n) + len(v) + 4 for n, v in event.headers)
+            if size > self.header_limit:  # h11 checks only what is still incomplete: all of it may come at once
+                self.error, self.error_status = f"request headers larger than {self.header_limit} bytes", 431
+                raise h11.RemoteProtocolError(self.error, 431)
             if self.on_request is not None:
                 self.on_request()
         return event
 
 
-async def _busy(scope: Any, receive: Any, send: Any) -> None:
-    """The answer to every request on a connection over the cap."""
-    body = json.dumps({"detail": "too many open connections; retry shortly"}).encode()
-    await send({"type": "http.response.start", "status": 503,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"retry-after", b"1"), (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
+class _Refusing:
+    """The app of a connection over a cap: every request goes to the app marked with why (``REFUSED``);
+    ``ConnectionCapMiddleware`` answers it."""
+
+    def __init__(self, app: Any, reason: str) -> None:
+        self.app, self.reason = app, reason
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope[REFUSED] = self.reason
+        await self.app(scope, receive, send)
+
+
+class ConnectionCapMiddleware(HttpMiddleware):
+    """Answers the requests of a connection over a cap: a JSON 503 that closes it, counted by reason."""
+
+    def __init__(self, app: ASGIApp, refused: Callable[[str], None] = lambda reason: None) -> None:
+        super().__init__(app)
+        self.refused = refused
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        reason = scope.get(REFUSED)
+        if reason is None:
+            await self.app(scope, receive, send)
+            return
+        self.refused(reason)
+        detail = ("too many open connections from your address; close some or retry shortly" if reason == "client"
+                  else "too many open connections; retry shortly")
+        body = json.dumps({"detail": detail}).encode()
+        await send({"type": "http.response.start", "status": 503,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"retry-after", b"1"), (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -108,20 +166,40 @@ class GuardedH11Protocol(H11Protocol):
         size = config.h11_max_incomplete_event_size  # as uvicorn's own connection
         conn = _Connection(h11.SERVER, size if size is not None else DEFAULT_MAX_INCOMPLETE_EVENT_SIZE)
         conn.on_request = self._headers_complete
+        conn.header_limit = size if size is not None else DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+        self._clients = _clients.setdefault(server_state, _Clients())
+        self._client: str | None = None
         self.conn = conn
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = False  # bytes of the next request arrived since the timer started
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self._limits.max_connections:
-            self.app = _busy
-            self.logger.warning("%d connections open, more than the %d allowed: answering 503", len(self.connections),
-                                self._limits.max_connections)
+        peer = transport.get_extra_info("peername")
+        self._client = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
+        clients = self._clients
+        clients.open[self._client] += 1
+        reason = ("server" if len(self.connections) > self._limits.max_connections
+                  else "client" if clients.open[self._client] > self._limits.max_connections_per_client else None)
+        if reason is not None:
+            self.app = _Refusing(self.app, reason)
+            clients.refused += 1
+            now = self.loop.time()
+            if now - clients.logged_at >= LOG_EVERY_S:
+                self.logger.warning("%d connection(s) refused with 503 in the last %g s (now %d open, %d from %s; caps "
+                                    "%d and %d per address)", clients.refused, LOG_EVERY_S, len(self.connections),
+                                    clients.open[self._client], self._client, self._limits.max_connections,
+                                    self._limits.max_connections_per_client)
+                clients.refused, clients.logged_at = 0, now
         self._start_header_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
+        if self._client is not None:
+            self._clients.open[self._client] -= 1
+            if self._clients.open[self._client] <= 0:
+                del self._clients.open[self._client]
+            self._client = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:

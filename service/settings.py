@@ -48,11 +48,14 @@ class ServiceSettings(BaseSettings):
     max_shortlist: int = Field(default=64, ge=1, le=1000)  # per-request shortlist above this: 422
 
     # --- admission: a request that cannot finish within its timeout is refused before any work -------
-    cost_chars_per_s: float | None = Field(default=None, gt=0)  # model speed; None = measured at start-up
+    cost_chars_per_s: float | None = Field(default=None, gt=0)  # model speed, fixed; None = measured as it runs
+    measured_chars_per_s: float | None = Field(default=None, gt=0)  # the start-up measurement (set by the CLI for
+    #                                                                 its worker processes; not a flag)
     admission_share: float = Field(default=0.5, gt=0, le=1)  # share of that speed a request is sure to get
 
     # --- connections -----------------------------------------------------------------------------
     max_connections: int = Field(default=256, ge=1)  # open connections; more get a JSON 503 and are closed
+    max_connections_per_client: int = Field(default=64, ge=1)  # from one address (behind a proxy: max_connections)
     header_timeout_s: float = Field(default=10.0, gt=0)  # from connecting (or the last response) to the headers
     body_timeout_s: float = Field(default=30.0, gt=0)  # from the headers to the end of the body, then 408
     keep_alive_s: float = Field(default=5.0, gt=0)  # an idle keep-alive connection is closed after this

@@ -188,6 +188,45 @@ def test_connections_beyond_the_cap_get_a_json_503(guarded):
         assert read_response(s)[0] == 200
 
 
+def test_one_client_cannot_hold_every_connection_slot(capfd):
+    """Before: one client holding 266 sockets left 45 of 47 other requests a 503 for 25 s, the refusals never
+    reached /metrics and each wrote a warning line. Now an address has at most max_connections_per_client; the
+    refusals are counted and logged once."""
+    with in_thread(Echo(), max_connections=50, max_connections_per_client=3) as address:
+        held = [connect(address) for _ in range(3)]
+        try:
+            time.sleep(0.2)
+            for _ in range(4):
+                with connect(address) as s:
+                    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    status, headers, body = read_response(s)
+                assert status == 503 and headers["retry-after"] == "1" and "x-request-id" in headers
+                assert "from your address" in json.loads(body)["detail"]
+            other = socket.create_connection(address, timeout=10, source_address=("127.0.0.2", 0))  # another client
+            with other:
+                other.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert read_response(other)[0] == 200
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.2)
+        text = metrics(address)
+    assert 'csc_connections_refused_total{cap="client"} 4.0' in text
+    assert 'csc_http_errors_total{kind="unavailable",route="/health"} 4.0' in text
+    assert capfd.readouterr().err.count("refused with 503") == 1
+
+
+def test_request_headers_over_the_limit_in_one_segment_get_a_431(guarded):
+    """Before: the 16 KiB header limit held only when the headers arrived in pieces; 60 KB sent at once passed."""
+    with connect(guarded) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 60_000 + b"\r\n\r\n")
+        status, _, raw = read_response(s)
+        assert status == 431 and "request headers larger than" in json.loads(raw)["detail"]
+    with connect(guarded) as s:  # headers under the limit are fine, in one segment or not
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 10_000 + b"\r\n\r\n")
+        assert read_response(s)[0] == 200
+
+
 def test_a_client_that_leaves_stops_its_work_and_counts_as_499():
     """Before: nothing noticed the disconnect and a maximal request ran to its end (issue 37, 3)."""
     model = Blocking()

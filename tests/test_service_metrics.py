@@ -27,6 +27,9 @@ def test_metrics_count_requests_latency_batches_and_errors(tiny_bundle):
     assert 'csc_http_errors_total{kind="validation",route="/correct"} 1.0' in text
     assert 'csc_http_request_duration_seconds_count{route="/correct"} 4.0' in text
     assert "csc_batch_size_count 3.0" in text and "csc_batch_size_sum 6.0" in text
+    assert "csc_model_seconds_count 3.0" in text  # the model's time per unit
+    assert "csc_queue_depth 0.0" in text  # nothing waits now
+    assert float(re.search(r"^csc_cost_chars_per_second (\S+)$", text, re.M).group(1)) > 0
     assert re.search(r'csc_model_info\{name="tiny",precision="fp32",provider="CPUExecutionProvider",version="[^"]+"\} 1.0', text)
     assert "csc_texts_total 6.0" in text
 
