@@ -14,7 +14,7 @@ from corrector import Correction, CorrectorError
 
 from .batching import Refused, ServiceClosing, TooSlow
 from .deps import CorrectorDep, MetricsDep, RunnerDep, SettingsDep
-from .errors import JSONResponse, over_maximum, server_maxima
+from .errors import JSONResponse, ParsedBodyRoute, over_maximum, server_maxima
 from .metrics import CLIENT_GONE
 from .schemas import (
     CorrectionOut,
@@ -37,7 +37,7 @@ JSON_ROUTES = frozenset({("POST", "/correct")})  # bodies that must be applicati
 KEYED_PATHS = frozenset({"/correct", "/metrics"})  # need an API key when keys are set
 LIMITED_ROUTES = frozenset({("POST", "/correct")})  # count against a client's rate limit when one is set
 
-correct_router = APIRouter(tags=["correction"])
+correct_router = APIRouter(tags=["correction"], route_class=ParsedBodyRoute)  # its body parsed once, off the loop
 ops_router = APIRouter(tags=["operations"])
 demo_router = APIRouter(include_in_schema=False)
 

@@ -17,6 +17,7 @@ from pydantic import (
 
 from corrector import Correction, config
 
+MAX_LIST = 1000  # words of a request's protect, pairs of its confusions (a server-wide list: --protect-file)
 Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Char = Annotated[str, StringConstraints(min_length=1, max_length=1)]
 Pair = Annotated[list[Char], Field(min_length=2, max_length=2)]
@@ -27,6 +28,30 @@ def _whole(value: Any) -> Any:
     anything else is left for the strict integer check (``2.5``, ``"5"`` and ``true`` are not integers)."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    return value
+
+
+def _at_most(limit: int) -> BeforeValidator:
+    """A list longer than ``limit`` is refused before any of its items is validated (each would cost an error)."""
+    def check(value: Any) -> Any:
+        if isinstance(value, list) and len(value) > limit:
+            raise ValueError(f"at most {limit} items, not {len(value)}")
+        return value
+
+    return BeforeValidator(check)
+
+
+_JSON_TYPES = {dict: "an object", list: "a list", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+def _strings(value: Any) -> Any:
+    """A list whose items are not all strings is refused with one error, the first such item's, instead of one
+    error per item (a 2 MiB body of ``{}`` would make half a million)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise ValueError(f"item {i} is {_JSON_TYPES.get(type(item), type(item).__name__)}, not a string")
     return value
 
 
@@ -70,9 +95,9 @@ def _field(name: str) -> tuple[Any, Any]:
     kind, (lo, hi) = config.KINDS[name], config.bounds(name)
     extra: dict[str, Any] = {}
     if name == "protect":
-        kind, extra = list[Word], {"max_length": 1000}
+        kind, extra = Annotated[list[Word], _at_most(MAX_LIST)], {"max_length": MAX_LIST}
     elif name == "confusions":
-        kind, extra = list[Pair], {"max_length": 1000, "examples": [[["己", "已"]]]}
+        kind, extra = Annotated[list[Pair], _at_most(MAX_LIST)], {"max_length": MAX_LIST, "examples": [[["己", "已"]]]}
     elif kind is int:  # the one rule for every integer field (bounds inside: the JSON Schema has them)
         kind = Annotated[Annotated[int, Field(ge=lo, le=hi)], BeforeValidator(_whole)]
     elif kind is float:
@@ -114,7 +139,8 @@ class CorrectRequest(DecodingSettings):
     )
 
     text: str | None = Field(default=None, description="one text to correct", examples=["今天天汽很好"])
-    texts: list[str] | None = Field(default=None, description="several texts, corrected together")
+    texts: Annotated[list[str], BeforeValidator(_strings)] | None = Field(
+        default=None, description="several texts, corrected together")
 
     @model_validator(mode="after")
     def _one_of_text_or_texts(self) -> CorrectRequest:
