@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training.data.location import default_data, require
+
 RECIPES = Path(__file__).resolve().parent / "recipes"
 PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 HELPERS = ("write_json", "merge_json")
@@ -316,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.build", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--recipe", default="default", help="a recipe's name (training/recipes/NAME.toml) or a .toml path")
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"), help="the data folder (docs/training.md)")
+    ap.add_argument("--data", type=Path, default=default_data(),
+                    help="the data folder (default $CSC_DATA or ../shared/data; docs/data.md)")
     ap.add_argument("--out", type=Path, required=False, help="folder of the stages' outputs, their records and bundle/")
     ap.add_argument("--init-from", type=Path, default=None,
                     help="a pretrained pair (a pretraining run or snapshot folder) to start pretraining from")
@@ -338,8 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         recipe = load_recipe(args.recipe)
         if args.out is None:
             raise RecipeError("--out DIR is needed (the stages' outputs go there)")
-        if not args.data.is_dir():
-            raise RecipeError(f"--data {args.data} is not a folder")
+        require([args.data], args.data)
         if args.init_from is not None and not (args.init_from / "discriminator").is_dir():
             raise RecipeError(f"--init-from {args.init_from}: no discriminator/ there (a pretrained pair's folder)")
         if args.init_from is not None and not any(s.init_flag for s in recipe.stages):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .location import default_data, require
 from .make_csc_data import read_pairs, split_holdout, write_pairs
 
 SIGHAN_TRAIN = "csc/sighan_train.tsv"
@@ -99,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     ap = argparse.ArgumentParser(description="Write the dev split (held-out sighan_train pairs + their targets).")
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
+    ap.add_argument("--data", type=Path, default=default_data(),
+                    help="the data folder (default $CSC_DATA or ../shared/data; docs/data.md)")
     ap.add_argument("--out", type=Path, help="TSV to write, e.g. runs/dev_split.tsv")
     ap.add_argument("--check-train", type=Path, metavar="TSV",
                     help="instead: exit 1 if this training file holds any dev-split pair's target")
@@ -109,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-file", type=Path, help="with --hold-out-fold: a training.data.make_csc_data output")
     ap.add_argument("--out-train", type=Path, help="with --hold-out-fold: where the rest of --train-file goes")
     args = ap.parse_args(argv)
+    require([args.data / "csc" / "sighan_train.tsv"], args.data)
     if args.hold_out_fold:
         if not (args.train_file and args.out_train and args.out):
             ap.error("--hold-out-fold needs --train-file, --out-train and --out")

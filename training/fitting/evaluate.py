@@ -24,6 +24,7 @@ from corrector.bundle import PRECISIONS
 from corrector.model_path import default_model_path
 
 from ..data.csc_data import read_pairs
+from ..data.location import require
 from .crossfit import Folds
 from .metrics import csc_metrics
 from .ranker import sweep
@@ -143,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     if crossfit and args.sweep:
         ap.error("--lm-folds and --count-folds decode at the bundle's threshold; they do not combine with --sweep")
 
+    require([args.data])
     pairs = read_pairs(args.data, args.limit)
     settings = parse_settings(args.set)
     folds = (Folds.load(args.model or default_model_path(), args.lm_folds, args.shared_data, device=args.device,
