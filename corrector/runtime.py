@@ -26,10 +26,12 @@ class Networks(Protocol):
     positions (the non-zero ones, row by row) that pass the ``floor`` (see :func:`suspected`), and which those
     are, shape (B, P); every row's output depends on that row alone. ``rows_alone``:
     the rows run one unpadded row at a time (batches need not be cut by length). ``provider`` and
-    ``precision`` name the device and the graphs, for reports."""
+    ``precision`` name the device and the graphs, for reports; ``provider_reason`` says why the CPU runs them
+    when a GPU could have been meant ("" otherwise)."""
 
     provider: str
     precision: str
+    provider_reason: str
     rows_alone: bool
 
     def run(self, ids: np.ndarray, attn: np.ndarray, positions: np.ndarray,

@@ -111,12 +111,9 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
         runner = make_runner(fixer, settings, metrics, rate)
         metrics.follow(runner)
         await runner.start()
-        networks = getattr(fixer, "networks", None)
-        provider = str(getattr(networks, "provider", "unknown"))
-        precision = str(getattr(networks, "precision", "unknown"))
+        provider, precision, reason = fixer.networks.provider, fixer.networks.precision, fixer.networks.provider_reason
         metrics.model_info.labels(fixer.name, fixer.version, provider, precision).set(1)
         app.state.corrector, app.state.runner = fixer, runner
-        reason = str(getattr(networks, "provider_reason", ""))
         log.info("model %s (%s) on %s%s (%s graphs); micro-batching %s; admission at %s cost characters per second",
                  fixer.name, fixer.version, provider, f": {reason}" if reason else "", precision,
                  f"on (max {settings.max_batch_size} texts, {settings.max_wait_ms:g} ms)" if settings.batching

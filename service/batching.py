@@ -61,6 +61,7 @@ BatchObserver = Callable[[int, float], None]  # called with the chunks and the s
 RATE_SAMPLES = 32  # the admission speed is the median over this many recent units (and the start-up measurement)
 PROBE = 0.25  # a long request's first unit, in units: its text may be far dearer than the expected speed
 PREPARE_THREADS = 2  # a small request is never prepared behind one long text
+INLINE_CHARS = 500  # a request this small is prepared and assembled on the event loop (a few milliseconds at most)
 
 
 class WorkChunk(Protocol):
@@ -82,8 +83,19 @@ class PreparedWork(Protocol):
     def assemble(self, edits: Sequence[Sequence[Edit]]) -> list[Correction]: ...
 
 
+class RuntimeInfo(Protocol):
+    """Where the networks run (``corrector.runtime.Networks``): for /ready, /metrics and the start-up line."""
+
+    provider: str
+    precision: str
+    provider_reason: str
+
+
 class SupportsWorkUnits(Protocol):
     """What the service needs from a ``corrector.Corrector`` (tests pass fakes)."""
+
+    @property
+    def networks(self) -> RuntimeInfo: ...
 
     @property
     def name(self) -> str: ...
@@ -336,7 +348,11 @@ class Runner:
         token = object()
         self._reserved[id(token)] = (plan.cost / (self.rate or 1.0), deadline)
         try:  # a CorrectorError (a setting this model refuses) reaches the caller from here
-            prepared = await loop.run_in_executor(self._preparer, lambda: self.corrector.prepare(texts, **options.as_kwargs()))
+            if plan.chars <= INLINE_CHARS:  # a thread hop costs more than preparing a sentence or two
+                prepared = self.corrector.prepare(texts, **options.as_kwargs())
+            else:
+                prepared = await loop.run_in_executor(self._preparer,
+                                                      lambda: self.corrector.prepare(texts, **options.as_kwargs()))
         finally:
             del self._reserved[id(token)]
         if self._collector is None:  # stopped meanwhile
@@ -355,6 +371,8 @@ class Runner:
         finally:
             self._admitted.remove(request)
         edits = [e if e is not None else () for e in request.edits]
+        if plan.chars <= INLINE_CHARS:
+            return prepared.assemble(edits)
         return await loop.run_in_executor(self._preparer, prepared.assemble, edits)  # off the loop, as prepare
 
     # ---- inside the event loop -------------------------------------------------------------------

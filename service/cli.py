@@ -91,7 +91,7 @@ def build_parser(prog: str = "python -m service") -> argparse.ArgumentParser:
     c = ap.add_argument_group("connections")
     c.add_argument("--max-connections", type=int, metavar="N", help="open connections; more get a 503 (default 256)")
     c.add_argument("--max-connections-per-client", type=int, metavar="N",
-                   help="open connections from one address (default 64; behind a proxy, as --max-connections)")
+                   help="open connections from one address (default 128; behind a proxy, as --max-connections)")
     c.add_argument("--header-timeout", type=float, metavar="S", help="time to send the request headers (default 10)")
     c.add_argument("--body-timeout", type=float, metavar="S", help="time to send the request body, then 408 (default 30)")
     c.add_argument("--keep-alive", type=float, metavar="S", help="idle keep-alive connections close after this (default 5)")

@@ -12,7 +12,7 @@ from fastapi.responses import FileResponse, Response
 
 from corrector import Correction, CorrectorError
 
-from .batching import Refused, ServiceClosing, TooSlow
+from .batching import INLINE_CHARS, Refused, ServiceClosing, TooSlow
 from .deps import CorrectorDep, MetricsDep, RunnerDep, SettingsDep
 from .errors import JSONResponse, ParsedBodyRoute, over_maximum, server_maxima
 from .metrics import CLIENT_GONE
@@ -88,6 +88,8 @@ async def correct(body: CorrectRequest, request: Request, corrector: CorrectorDe
         raise
     metrics.texts.inc(len(texts))
     metrics.chars.inc(sum(map(len, texts)))
+    if sum(len(c.source) for c in results) <= INLINE_CHARS:
+        return _response(corrector.name, corrector.version, results)
     return await asyncio.to_thread(_response, corrector.name, corrector.version, results)  # off the event loop: a
     # long text's answer (thousands of edits) takes a tenth of a second to build
 
@@ -139,10 +141,9 @@ async def ready(request: Request) -> Response:
     if corrector is None or request.app.state.runner is None:
         return JSONResponse(ReadyResponse(status="not ready").model_dump(), status_code=503,
                             headers={"Retry-After": "5"})
-    networks = getattr(corrector, "networks", None)
     return JSONResponse(ReadyResponse(status="ready", model=corrector.name, version=corrector.version,
-                                      provider=getattr(networks, "provider", None),
-                                      precision=getattr(networks, "precision", None)).model_dump())
+                                      provider=corrector.networks.provider,
+                                      precision=corrector.networks.precision).model_dump())
 
 
 ops_router.add_api_route("/ready", ready, methods=["HEAD"], include_in_schema=False)

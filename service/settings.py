@@ -55,7 +55,7 @@ class ServiceSettings(BaseSettings):
 
     # --- connections -----------------------------------------------------------------------------
     max_connections: int = Field(default=256, ge=1)  # open connections; more get a JSON 503 and are closed
-    max_connections_per_client: int = Field(default=64, ge=1)  # from one address (behind a proxy: max_connections)
+    max_connections_per_client: int = Field(default=128, ge=1)  # from one address (behind a proxy: max_connections)
     header_timeout_s: float = Field(default=10.0, gt=0)  # from connecting (or the last response) to the headers
     body_timeout_s: float = Field(default=30.0, gt=0)  # from the headers to the end of the body, then 408
     keep_alive_s: float = Field(default=5.0, gt=0)  # an idle keep-alive connection is closed after this

@@ -18,10 +18,15 @@ from corrector.text import sentence_chunk_spans
 from corrector.tokenize import Encoded
 
 
+class FakeRuntime:
+    provider, precision, provider_reason = "fake", "fake", ""
+
+
 class ChunkedFake:
     name, version = "fake", "0"
     max_tokens: int | None = None
     config: Any = None
+    networks = FakeRuntime()
 
     def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
         raise NotImplementedError

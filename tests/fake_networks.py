@@ -95,6 +95,7 @@ class FakeNetworks:
 
     provider = "fake"
     precision = "fp32"
+    provider_reason = ""
 
     def __init__(self, rtd: Mapping[str, float] | None = None,
                  prefer: Mapping[str, Sequence[tuple[str, float]]] | None = None, *, vocab: Sequence[str] = FAKE_VOCAB,

@@ -188,7 +188,8 @@ def test_long_texts_run_in_units_without_changing_any_decision(forced_corrector)
 
     class Counting:
         name, version, config = "counting", "0", forced_corrector.config
-        prepare, correct_batch = forced_corrector.prepare, forced_corrector.correct_batch
+        prepare, correct_batch, networks = forced_corrector.prepare, forced_corrector.correct_batch, \
+            forced_corrector.networks
 
         def correct_chunks(self, chunks: Sequence[Any], settings: Any) -> Any:
             calls.append(sum(len(c.text) for c in chunks))

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 BASE = "localhost/electra-csc-base:bookworm"
 IMAGE = "localhost/electra-csc:cpu-test"
 SUITE = "bookworm"  # Debian 12: its python3 is 3.11
-CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # this machine's, for pip behind a TLS-intercepting proxy
+CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # the host's CA bundle, for a pip whose proxy re-signs TLS
 TYPO, FIXED = "我门一起去吃饭吧。", "我们一起去吃饭吧。"
 
 pytestmark = pytest.mark.slow

@@ -52,7 +52,7 @@ def test_body_over_max_bytes_is_413_whether_announced_or_streamed(small):
 def test_timeout_is_504_json(forced_corrector):
     class Slow:
         name, version, config = "slow", "0", forced_corrector.config
-        prepare = forced_corrector.prepare
+        prepare, networks = forced_corrector.prepare, forced_corrector.networks
 
         def correct_batch(self, texts, **options):
             time.sleep(0.5)
