@@ -41,12 +41,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .char_lm_vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, UNK, token_name
 from .types import CorrectorError
 
-PAD = -1
-UNK, BOS, EOS = 0, 1, 2
-SPECIALS = ("<unk>", "<s>", "</s>")
-N_SPECIALS = len(SPECIALS)
+__all__ = ["BOS", "EOS", "N_SPECIALS", "PAD", "SPECIALS", "UNK", "CharLM", "key_offsets", "token_name"]
+
 FORMAT = "char-ngram-backoff-v2"
 MIX1 = np.uint64(0x9E3779B97F4A7C15)
 MIX2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -84,12 +83,6 @@ def mix(keys: U64Array) -> U64Array:
     h *= MIX2
     h ^= h >> np.uint64(29)
     return h
-
-
-def token_name(cp: int) -> str:
-    """ARPA/KenLM token of a character; whitespace and unprintable ones (which ARPA cannot hold) as <U+XXXX>."""
-    ch = chr(cp)
-    return ch if ch.isprintable() and not ch.isspace() else f"<U+{cp:04X}>"
 
 
 def unmix(h: U64Array) -> U64Array:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .char_lm import BOS, EOS, N_SPECIALS, PAD, UNK, token_name
+from .char_lm_vocab import BOS, EOS, N_SPECIALS, PAD, UNK, token_name
 from .types import CorrectorError
 
 LN10 = math.log(10.0)

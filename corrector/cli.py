@@ -16,23 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from .bundle import PRECISIONS
-from .model_path import ENV_MODEL
+from .cli_options import CliError, decoding_args, decoding_settings, model_args, read_text
 from .text import is_cjk
 from .types import EXPLAIN_COLUMNS, CorrectorError
 
 BATCH_LINES = 256
-LOAD_ARGS = ("path", "device", "precision", "threads", "lm")  # Corrector.load's own arguments, not settings for --set
 
-
-class CliError(Exception):
-    """A user-facing failure: printed as one line on stderr, exit code 1."""
 
 
 def correct_parser() -> argparse.ArgumentParser:
@@ -53,41 +47,6 @@ def correct_parser() -> argparse.ArgumentParser:
     decoding_args(ap)
     ap.add_argument("--batch-size", type=int, help="chunks per model call")
     return ap
-
-
-def decoding_args(ap: argparse.ArgumentParser) -> None:
-    """The model and decoding options, shared by the plain command and ``batch``."""
-    _model_args(ap)
-    ap.add_argument("--threshold", type=float, help="detection threshold in [0, 1] (default: the bundle's)")
-    ap.add_argument("--max-edits", type=int, help="most edits per sentence (0 = no limit)")
-    ap.add_argument("--protect", action="append", default=[], metavar="WORD",
-                    help="a word never edited inside; repeatable, or several at once with commas: --protect 张三,李四")
-    ap.add_argument("--protect-file", help="file of protected words, one per line")
-    ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
-    ap.add_argument("--no-lm", action="store_true", help="decide without the character LM (the networks' own ranker)")
-    ap.add_argument("--lm", help="another character LM: a training.evidence.char_lm directory, or a KenLM .arpa/.klm file "
-                                 "(needs the kenlm module)")
-    ap.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
-                    help="any decoding setting ('python -m corrector settings' lists them with the values in force), "
-                         "VALUE parsed as JSON when it can be, "
-                         "e.g. --set use_lm=false --set top_k=10; repeatable, applied after the flags above")
-    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    ap.add_argument("--precision", choices=PRECISIONS, default="auto",
-                    help="CPU graphs: auto (the bundle's recommendation), fp32 or int8-quantised")
-
-
-def _setting(arg: str) -> tuple[str, object]:
-    name, sep, raw = arg.partition("=")
-    name = name.strip()
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {arg!r}")
-    if name in LOAD_ARGS:
-        raise argparse.ArgumentTypeError(f"{name} is not a decoding setting; use --model, --device or --precision")
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = raw
-    return name, value
 
 
 EXAMPLES = """\
@@ -123,10 +82,6 @@ def version_line() -> str:
         return f"electra-csc {version('electra-csc')}"
     except PackageNotFoundError:
         return "electra-csc (not installed)"
-
-
-def _model_args(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--model", "-m", help=f"model bundle directory (default: ${ENV_MODEL} or the shipped one)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -211,7 +166,7 @@ def run_settings(argv: list[str]) -> int:
     """``python -m corrector settings [--model DIR]``: every decoding setting, with the value in force for the bundle
     (its manifest's tuned defaults, its ranker's threshold) and what it does."""
     ap = argparse.ArgumentParser(prog="python -m corrector settings", description=run_settings.__doc__)
-    _model_args(ap)
+    model_args(ap)
     args = ap.parse_args(argv)
     from .bundle import MANIFEST, RANKER
     from .config import settings_table
@@ -232,30 +187,6 @@ def run_settings(argv: list[str]) -> int:
     return 0
 
 
-def decoding_settings(args: argparse.Namespace) -> dict:
-    """``Corrector.load`` settings from the options added by :func:`decoding_args` (and ``--batch-size``)."""
-    from .config import parse_confusions
-
-    settings: dict = {}
-    protect = [w.strip() for arg in args.protect for w in re.split("[,，]", arg) if w.strip()]
-    if args.protect_file:
-        protect += [w.strip() for w in _read_text(args.protect_file).splitlines() if w.strip()]
-    if protect:
-        settings["protect"] = protect
-    if args.confusions:
-        try:
-            settings["confusions"] = parse_confusions(_read_text(args.confusions))
-        except ValueError as e:
-            raise CliError(f"{args.confusions}: {e}") from None
-    if args.no_lm:
-        settings["use_lm"] = False
-    for key in ("threshold", "max_edits", "batch_size"):
-        if getattr(args, key, None) is not None:
-            settings[key] = getattr(args, key)
-    settings.update(args.settings)
-    return settings
-
-
 def _emit(fixer, texts: list[str], args: argparse.Namespace, out: TextIO) -> None:
     if args.explain:
         for t in texts:
@@ -272,25 +203,13 @@ def _explain_text(ex) -> str:
     return "\n".join([ex.correction.target, *(c.row() for c in ex.chars if c.editable)]) + "\n"
 
 
-def _read_text(path: str, newline: str | None = None) -> str:
-    try:
-        with open(path, encoding="utf-8", newline=newline) as f:
-            return f.read()
-    except FileNotFoundError:
-        raise CliError(f"file not found: {path}") from None
-    except UnicodeDecodeError as e:
-        raise CliError(f"{path} is not valid UTF-8 (byte {e.start})") from None
-    except OSError as e:
-        raise CliError(f"cannot read {path}: {e.strerror}") from None
-
-
 def _input_lines(src: str) -> tuple[Iterator[str], int | None]:
     if src == "-":
         stream = sys.stdin
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8", errors="strict", newline="\n")
         return _strip_newlines(stream, "stdin"), None
-    text = _read_text(src, newline="")  # as stdin: only \n ends a line, a \r stays in its line
+    text = read_text(src, newline="")  # as stdin: only \n ends a line, a \r stays in its line
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -333,7 +252,7 @@ def run_similar(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m corrector similar",
                                  description="Print a character's sound and shape neighbours with scores.")
     ap.add_argument("char", help="one Chinese character")
-    _model_args(ap)
+    model_args(ap)
     ap.add_argument("-k", type=int, default=10, help="neighbours of each kind")
     args = ap.parse_args(argv)
     if len(args.char) != 1 or not is_cjk(args.char):

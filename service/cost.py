@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from corrector.config import CorrectorConfig
+
 # Relative cost of a character, measured on the default bundle (2 CPU cores, random and real text):
 # each candidate scored beyond the default shortlist costs about 1/128 of a character's default work, each
 # generator candidate beyond the default top_k about 1/400 (shortlist 1000: x7.5, with top_k 1000: x11).
@@ -33,18 +35,16 @@ CALIBRATION_TEXT = (
 )
 
 
-def cost_factor(settings: dict[str, Any], defaults: Any) -> float:
+def cost_factor(settings: dict[str, Any], defaults: CorrectorConfig | None) -> float:
     """Cost of a character under ``settings`` relative to the defaults (``defaults``: the corrector's
-    CorrectorConfig, or None when unknown). Never below 1: a cheaper setting is not counted as cheaper."""
-    def value(name: str, fallback: int) -> int:
-        v = settings.get(name, getattr(defaults, name, fallback))
-        return int(v) if isinstance(v, (int, float)) else fallback
+    CorrectorConfig; None: CorrectorConfig's own). Never below 1: a cheaper setting is not counted as cheaper."""
+    base = defaults if isinstance(defaults, CorrectorConfig) else CorrectorConfig()
 
-    base_shortlist = int(getattr(defaults, "shortlist", 8))
-    base_top_k = int(getattr(defaults, "top_k", 10))
-    extra = max(0, value("shortlist", base_shortlist) - base_shortlist) / SHORTLIST_STEP
-    extra += max(0, value("top_k", base_top_k) - base_top_k) / TOP_K_STEP
-    return 1.0 + extra
+    def extra(name: str, step: float) -> float:
+        v = settings.get(name, getattr(base, name))
+        return max(0, int(v) - getattr(base, name)) / step if isinstance(v, (int, float)) else 0.0
+
+    return 1.0 + extra("shortlist", SHORTLIST_STEP) + extra("top_k", TOP_K_STEP)
 
 
 def measure_rate(correct_batch: Callable[[list[str]], Any], chars: int = 1000) -> float:

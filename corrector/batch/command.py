@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cli import CliError, decoding_args, decoding_settings
+from ..cli_options import CliError, decoding_args, decoding_settings
 from .engines import ModelSpec
 from .inputs import INPUT_FORMATS, InputFile, ReadOptions, find_inputs, parquet_module, plan_shards
 from .shards import OUTPUT_FORMATS, OutputDir

@@ -16,7 +16,7 @@ from ..candidates import CandidateTable
 from ..dictionary import WordTable
 from ..kept_forms import CharIds, KeptForms, PairCounts
 from ..similarity import SimilarityTables
-from .candidates import CandidateFeatures
+from .gather import CandidateFeatures
 from .columns import COL, FEATURES
 from .kept import KeptFeatures
 from .lm import LMFeatures, _vocab_lm_ids
