@@ -5,8 +5,9 @@ words protected in it) and cuts it into chunks; after that each chunk is decided
 (``corrector/stages.py``). So the chunks are the work units: the scheduler hands the model *units* of chunks, from
 one request or several, that each take about the same time, ``max_batch_chars / rate`` seconds (``rate``: the
 measured speed in cost characters per second), and hold at most ``max_batch_size`` chunks; the request's answer is
-``prepared.assemble`` of its chunks' edits, exactly what ``correct_batch`` gives for the same texts. Preparing runs
-on its own threads, never on the event loop (a large ``protect`` list is matched there).
+``prepared.assemble`` of its chunks' edits, exactly what ``correct_batch`` gives for the same texts. Preparing and
+assembling run on their own threads (a large ``protect`` list is matched there), except for a request of at most
+``INLINE_CHARS`` characters, which takes less time than the hop.
 
 * a request's first unit is sized by the expected speed of its settings (``cost_factor``: dearer settings,
   fewer characters), a quarter of a unit for a request that needs several; after each of its units the
