@@ -135,8 +135,8 @@ def read_text(path: Path, entry: dict[str, Any]) -> Iterator[str]:
     elif reader == "markdown":
         yield from _markdown_lines(text)
     elif reader in ("json", "html_json"):
-        values = _json_values(text, entry["field"])
-        for v in values:
+        fields = entry["field"] if isinstance(entry["field"], list) else [entry["field"]]
+        for v in _json_values(text, fields):
             yield from (_html_lines(v) if reader == "html_json" else str(v).splitlines())
     elif reader in ("csv", "tsv"):
         table = list(csv.reader(io.StringIO(text), delimiter="," if reader == "csv" else "\t"))
@@ -152,11 +152,16 @@ def read_text(path: Path, entry: dict[str, Any]) -> Iterator[str]:
         raise AssembleError(f"unknown text reader {reader!r}")
 
 
-def _json_values(text: str, field: str) -> Iterator[Any]:
+def _json_values(text: str, fields: list[str]) -> Iterator[Any]:
+    """The values at ``fields`` (dotted paths) of a JSON document, or of each record of a JSON-lines file, record by
+    record."""
     docs = [json.loads(text)] if text.lstrip().startswith(("{", "[")) and "\n{" not in text.strip() else \
         [json.loads(line) for line in text.splitlines() if line.strip()]
     for doc in docs:
-        yield from _walk(doc, field.split("."))
+        records = doc if isinstance(doc, list) else [doc]
+        for record in records:
+            for field in fields:
+                yield from _walk(record, field.split("."))
 
 
 def _walk(value: Any, steps: list[str]) -> Iterator[Any]:
