@@ -28,6 +28,7 @@ import numpy as np
 from corrector import Corrector
 from corrector.features import CHEAP, COL, FEATURES
 from training.data.csc_data import read_pairs
+from training.data.location import default_data
 from training.data.splits import dev_pairs, train_pairs
 from training.fitting.crossfit import Folds
 from training.fitting.evaluate import run
@@ -66,7 +67,7 @@ def scores(fix: Corrector | Folds, pairs: list[tuple[str, str]], **settings) -> 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=Path("data/electra_models/default"))
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--data", type=Path, default=default_data())
     ap.add_argument("--cache", type=Path, required=True, help="training.fitting.ranker's --cache folder (made if absent)")
     ap.add_argument("--max-fpr", type=float, default=0.08)
     ap.add_argument("--lm-folds", type=Path, help="cross-fitting LM folds (training.evidence.char_lm --fold-out): dev decoded "

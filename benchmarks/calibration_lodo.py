@@ -23,6 +23,7 @@ import numpy as np
 
 from corrector.rank import IDENTITY
 from training.data.csc_data import read_pairs
+from training.data.location import default_data
 from training.fitting.calibration_map import fit_calibration, reliability_table
 from training.fitting.ranker import choose_min_block, dev_edits, fit_isotonic
 
@@ -44,7 +45,7 @@ def judge(knots: tuple[tuple[float, ...], tuple[float, ...]], p: np.ndarray, rig
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--data", type=Path, default=default_data())
     ap.add_argument("--report", type=Path, default=None)
     args = ap.parse_args()
     from corrector import Corrector

@@ -19,6 +19,7 @@ import _checkout  # noqa: F401  (training/ is imported from the checkout)
 import numpy as np
 
 from training.data.csc_data import read_pairs
+from training.data.location import default_data
 from training.fitting.calibration_map import reliability_table
 from training.fitting.ranker import dev_edits
 
@@ -28,7 +29,7 @@ THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--data", type=Path, default=default_data())
     ap.add_argument("--dev", type=Path, default=Path("runs/dev_split.tsv"), help="the dev split (training.data.splits)")
     ap.add_argument("--report", type=Path, default=None)
     args = ap.parse_args()

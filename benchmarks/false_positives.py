@@ -22,6 +22,7 @@ import _checkout  # noqa: F401  (training/ and service/ are imported from the ch
 
 from corrector import Corrector
 from training.data.csc_data import read_pairs
+from training.data.location import default_data
 from training.data.splits import dev_pairs
 
 EDITED = ("laws.txt.gz", "news_rss.txt.gz", "news_titles.txt.gz", "news_xwlb.txt.gz")
@@ -51,7 +52,7 @@ def corpus_sentences(corpus: Path, limit: int, lm_files: list[str] | None = None
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--data", type=Path, default=default_data())
     ap.add_argument("--corpus-sentences", type=int, default=2000)
     ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="decoding settings (JSON values)")
     a = ap.parse_args(argv)

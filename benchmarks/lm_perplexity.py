@@ -21,6 +21,7 @@ import numpy as np
 
 from corrector.char_lm import UNK, CharLM
 from training.data.csc_data import read_pairs
+from training.data.location import default_data
 from training.evidence.char_lm_table import heldout_windows, perplexity
 
 DOMAINS = ("enc", "mec", "cot", "gam")
@@ -43,7 +44,7 @@ def measure(lm: CharLM, lines: list[str]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lm", action="append", required=True, metavar="NAME=DIR", help="an LM to measure (repeat)")
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--data", type=Path, default=default_data())
     ap.add_argument("--report", type=Path, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     sets = domain_sets(args.data)

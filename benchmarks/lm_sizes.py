@@ -20,6 +20,7 @@ import _checkout  # noqa: F401  (training/ and service/ are imported from the ch
 
 from corrector import Corrector
 from training.data.csc_data import read_pairs
+from training.data.location import default_data
 from training.data.splits import dev_pairs
 from training.fitting.ranker import choose_threshold, sweep
 
@@ -29,7 +30,7 @@ GRID = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=Path("data/electra_models/default"))
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--data", type=Path, default=default_data())
     ap.add_argument("--lm", type=Path, nargs="+", required=True)
     ap.add_argument("--max-fpr", type=float, default=0.08)
     a = ap.parse_args(argv)

@@ -23,6 +23,7 @@ from pathlib import Path
 import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
 
 from training.data.csc_data import read_pairs
+from training.data.location import default_data
 from training.data.splits import dev_pairs
 from training.fitting.evaluate import run
 from training.fitting.ranker import sweep
@@ -54,7 +55,7 @@ def main() -> None:
     ap.add_argument("--grid", nargs="+", required=True, help="SETTING=V1,V2,... (decoding settings of a call)")
     ap.add_argument("--thresholds", default=None, help="comma-separated confidence thresholds (default: the bundle's)")
     ap.add_argument("--model", type=Path, default=None, help="bundle (default: the shipped one)")
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"), help="the data folder")
+    ap.add_argument("--data", type=Path, default=default_data(), help="the data folder")
     ap.add_argument("--max-fpr-each", type=float, default=0.03, help="FPR cap on each choosing LEMON domain")
     ap.add_argument("--max-fpr-dev", type=float, default=0.08, help="FPR cap on the dev split")
     ap.add_argument("--scores", type=Path, default=None,

@@ -23,7 +23,7 @@ from starlette.routing import Mount, Route
 from corrector import CorrectorError
 
 from .access import AccessMiddleware, RateLimiter
-from .batching import DirectRunner, MicroBatcher, Runner, SupportsWorkUnits
+from .batching import DirectRunner, MicroBatcher, Runner
 from .cost import measure_rate
 from .errors import (
     BodyGuardMiddleware,
@@ -46,6 +46,7 @@ from .routes import (
     ops_router,
 )
 from .settings import ServiceSettings
+from .work import SupportsWorkUnits
 
 log = logging.getLogger("service")
 # how long a thread holding the GIL (the model's decoding, a text being prepared) may keep the event loop waiting;

@@ -49,12 +49,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from corrector import Correction, Edit
 
 from .cost import Admission, admit, cost_factor
 from .schemas import CorrectOptions
+from .work import PreparedWork, SupportsWorkUnits
 
 log = logging.getLogger(__name__)
 
@@ -63,55 +64,6 @@ RATE_SAMPLES = 32  # the admission speed is the median over this many recent uni
 PROBE = 0.25  # a long request's first unit, in units: its text may be far dearer than the expected speed
 PREPARE_THREADS = 2  # a small request is never prepared behind one long text
 INLINE_CHARS = 500  # a request this small is prepared and assembled on the event loop (a few milliseconds at most)
-
-
-class WorkChunk(Protocol):
-    """A chunk of a prepared text (``corrector.stages.Chunk``): what the model reads."""
-
-    @property
-    def text(self) -> str: ...
-
-
-class PreparedWork(Protocol):
-    """What ``prepare`` returns (``corrector.stages.Prepared``)."""
-
-    @property
-    def settings(self) -> Any: ...
-
-    @property
-    def chunks(self) -> Sequence[WorkChunk]: ...
-
-    def assemble(self, edits: Sequence[Sequence[Edit]]) -> list[Correction]: ...
-
-
-class RuntimeInfo(Protocol):
-    """Where the networks run (``corrector.runtime.Networks``): for /ready, /metrics and the start-up line."""
-
-    provider: str
-    precision: str
-    provider_reason: str
-
-
-class SupportsWorkUnits(Protocol):
-    """What the service needs from a ``corrector.Corrector`` (tests pass fakes)."""
-
-    @property
-    def networks(self) -> RuntimeInfo: ...
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def config(self) -> Any: ...  # the decoding defaults (``CorrectorConfig``): what a request's settings cost
-
-    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]: ...
-
-    def prepare(self, texts: Sequence[str], **settings: Any) -> PreparedWork: ...
-
-    def correct_chunks(self, chunks: Sequence[Any], settings: Any) -> Sequence[Sequence[Edit]]: ...
 
 
 class ServiceClosing(Exception):

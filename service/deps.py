@@ -7,9 +7,10 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from .batching import Runner, SupportsWorkUnits
+from .batching import Runner
 from .metrics import Metrics
 from .settings import ServiceSettings
+from .work import SupportsWorkUnits
 
 NOT_READY = "the model is not loaded yet (or the service is shutting down)"
 

@@ -24,7 +24,7 @@ from corrector.bundle import PRECISIONS
 from corrector.model_path import default_model_path
 
 from ..data.csc_data import read_pairs
-from ..data.location import require
+from ..data.location import default_data, require
 from .crossfit import Folds
 from .metrics import csc_metrics
 from .ranker import sweep
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--count-folds", type=Path, help="cross-fitting candidate tables (training.evidence.candidates --folds K): "
                     "each pair is decoded with the counts of the real pairs less its fold's (its essay-mates'); "
                     "with --lm-folds, the same K")
-    ap.add_argument("--shared-data", type=Path, default=Path("../shared/data"),
+    ap.add_argument("--shared-data", type=Path, default=default_data(),
                     help="with --lm-folds or --count-folds: the folds' data")
     args = ap.parse_args(argv)
     if args.thresholds is not None and not args.sweep:

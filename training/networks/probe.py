@@ -21,6 +21,7 @@ from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
 from corrector.tokenize import MASK, SPECIAL_IDS, build_tokenizer, encode_batch
 
+from ..data.location import default_data
 from ..data.splits import dev_pairs
 from .modeling import generator_head
 from .rtd_health import rtd_auc
@@ -64,7 +65,7 @@ def probe(disc: ElectraForPreTraining, gen: ElectraForMaskedLM, vocab: Path, pai
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", type=Path, required=True, help="folder with discriminator/ and generator/")
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--data", type=Path, default=default_data())
     ap.add_argument("--threads", type=int, default=0)
     a = ap.parse_args(argv)
     if a.threads:
