@@ -16,8 +16,8 @@ from ..candidates import CandidateTable
 from ..dictionary import WordTable
 from ..kept_forms import CharIds, KeptForms, PairCounts
 from ..similarity import SimilarityTables
-from .gather import CandidateFeatures
 from .columns import COL, FEATURES
+from .gather import CandidateFeatures
 from .kept import KeptFeatures
 from .lm import LMFeatures, _vocab_lm_ids
 from .sites import Rows, Sites, WordPairs
