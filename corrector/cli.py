@@ -169,7 +169,7 @@ def run_settings(argv: list[str]) -> int:
     model_args(ap)
     args = ap.parse_args(argv)
     from .bundle import MANIFEST, RANKER
-    from .config import settings_table
+    from .config import in_force, settings_table
     from .model_path import default_model_path
 
     root = Path(args.model) if args.model else default_model_path()
@@ -178,12 +178,13 @@ def run_settings(argv: list[str]) -> int:
         ranker = json.loads((root / RANKER).read_text(encoding="utf-8")) if (root / RANKER).is_file() else {}
     except (OSError, ValueError) as e:
         raise CliError(f"cannot read the bundle at {root}: {e}") from None
-    in_force = dict(manifest.get("corrector_defaults", {}))
-    if "threshold" not in in_force and "threshold" in ranker:
-        in_force["threshold"] = ranker["threshold"]  # with the LM; the networks alone: threshold_no_lm
-    if "shortlist" not in in_force and "shortlist" in ranker.get("meta", {}):
-        in_force["shortlist"] = ranker["meta"]["shortlist"]
-    print(settings_table(in_force))
+    try:
+        values = in_force(manifest.get("corrector_defaults", {}), ranker.get("meta", {}).get("shortlist"), {}).to_dict()
+    except (TypeError, ValueError) as e:
+        raise CliError(f"bad model bundle at {root}: {e}") from None
+    if values["threshold"] is None and "threshold" in ranker:
+        values["threshold"] = ranker["threshold"]  # with the LM; the networks alone: threshold_no_lm
+    print(settings_table(values))
     return 0
 
 

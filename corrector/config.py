@@ -138,6 +138,23 @@ def _range(name: str) -> str:
     return "[" + ", ".join(str(int(x)) if float(x).is_integer() else f"{x:g}" for x in ends) + "]"
 
 
+# settings that older bundles' manifests still carry: the earlier hand-set decoder's, which the ranker replaced,
+# and protect_kept_words, a guard the ranker's kept_word feature made unnecessary (docs/experiments/2026-11-guards.md)
+RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity", "min_shape_similarity",
+                              "sim_weight", "freq_weight", "margin", "confusion_bonus", "verify", "verify_threshold",
+                              "protect_kept_words"})
+
+
+def in_force(bundle_defaults: dict[str, Any], ranker_shortlist: Any, load: dict[str, Any]) -> CorrectorConfig:
+    """The settings a Corrector runs with, in this order: the declarations above, the bundle's tuned defaults (those
+    the decoder retired ignored), the shortlist its ranker was chosen with where the bundle names none, the load's
+    settings. A call's settings apply on top of these (``Corrector.prepare``). ValueError names a bad one."""
+    tuned = {k: v for k, v in bundle_defaults.items() if k not in RETIRED_SETTINGS}
+    if "shortlist" not in tuned and ranker_shortlist is not None:
+        tuned["shortlist"] = int(ranker_shortlist)
+    return CorrectorConfig.from_dict({**tuned, **load})
+
+
 def settings_table(in_force: dict[str, Any] | None = None) -> str:
     """A markdown table of every setting: name, type, default (``in_force``: a bundle's values in force), doc."""
     names = {float: "number", int: "integer", bool: "boolean", tuple: "list"}

@@ -20,7 +20,7 @@ import numpy as np
 from .bundle import CANDIDATES_DIR, LM_DIR, RANKER, SIMILARITY_DIR, Bundle, Precision
 from .candidates import CandidateTable
 from .char_lm import CharLM
-from .config import CorrectorConfig
+from .config import CorrectorConfig, in_force
 from .decide import decide, threshold_of
 from .dictionary import WORDS, WordTable
 from .explain import explain_text
@@ -41,11 +41,6 @@ from .types import Correction, CorrectorError, Edit, Explanation
 if TYPE_CHECKING:
     from .char_lm_kenlm import KenLMCharLM
 
-# settings that older bundles' manifests still carry: the earlier hand-set decoder's, which the ranker replaced,
-# and protect_kept_words, a guard the ranker's kept_word feature made unnecessary (docs/experiments/2026-11-guards.md)
-RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity", "min_shape_similarity",
-                              "sim_weight", "freq_weight", "margin", "confusion_bonus", "verify", "verify_threshold",
-                              "protect_kept_words"})
 N = TypeVar("N", bound=Networks)
 
 
@@ -83,12 +78,17 @@ class Corrector:
                 f"no model bundle found at {root}; pass a bundle directory (--model DIR) or set ${ENV_MODEL}"
             )
         bundle = Bundle.load(root)
-        prepare_converters()  # OpenCC's dictionaries load on another thread meanwhile
-        try:
-            defaults = {k: v for k, v in bundle.corrector_defaults.items() if k not in RETIRED_SETTINGS}
-            config = CorrectorConfig.from_dict({**defaults, **settings})
+        ranker = HEURISTIC
+        if bundle.file(RANKER).is_file():
+            try:
+                ranker = RankerWeights.from_dict(json.loads(bundle.file(RANKER).read_text(encoding="utf-8")))
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
+        try:  # a bad setting fails before anything heavy loads
+            config = in_force(bundle.corrector_defaults, ranker.meta.get("shortlist"), settings)
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
+        prepare_converters()  # OpenCC's dictionaries load on another thread meanwhile
         graphs, cpu_graphs = bundle.onnx_files(precision)
         with ThreadPoolExecutor(1, thread_name_prefix="onnx-load") as pool:  # the sessions build in C++, without
             sessions = pool.submit(OnnxNetworks, graphs, device, threads, cpu_graphs,  # the GIL, as the tables load
@@ -98,14 +98,6 @@ class Corrector:
             candidates, counts, names = _candidate_folder(cand_dir) if cand_dir.is_dir() else (None, None, None)
             lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
             char_lm = _load_lm(lm_path) if lm is not None or lm_path.is_dir() else None
-            ranker = HEURISTIC
-            if bundle.file(RANKER).is_file():
-                try:
-                    ranker = RankerWeights.from_dict(json.loads(bundle.file(RANKER).read_text(encoding="utf-8")))
-                except (OSError, ValueError, KeyError, TypeError) as e:
-                    raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
-            if "shortlist" not in settings and "shortlist" not in bundle.corrector_defaults and "shortlist" in ranker.meta:
-                config = config.with_overrides(shortlist=int(ranker.meta["shortlist"]))  # what the ranker was chosen with
             words = bundle.file(WORDS)
             return cls.from_parts(bundle, sessions, tables, config, candidates=candidates, counts=counts,
                                   name_shares=names, lm=char_lm, ranker=ranker,

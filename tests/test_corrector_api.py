@@ -89,7 +89,7 @@ def test_rejects_bad_call_settings(typos):
 def test_retired_settings_from_a_caller_are_errors(typos, name, value):
     """The ranker replaced the hand-set decoder's settings: a caller who passes one learns it is unknown
     (a bundle's old manifest may still carry them; see test_bundle; Corrector.load: test_corrector_e2e)."""
-    from corrector.corrector import RETIRED_SETTINGS
+    from corrector.config import RETIRED_SETTINGS
 
     assert name in RETIRED_SETTINGS
     with pytest.raises(CorrectorError, match=f"unknown corrector setting.*{name}"):
