@@ -162,14 +162,17 @@ class Corrector:
 
         ``settings`` override the decoding settings for this call (any CorrectorConfig field)."""
         prepared = self.prepare(texts, **settings)
-        return prepared.assemble(self.correct_chunks(prepared.chunks, prepared.settings))
+        return prepared.assemble(self._correct(prepared.chunks, prepared.batches, prepared.settings))
 
     def correct_chunks(self, chunks: Sequence[Chunk], settings: CorrectorConfig) -> list[tuple[Edit, ...]]:
         """Score and decide ``chunks``: any chunks that ``prepare`` made with ``settings`` (its
         ``prepared.settings``), from one call or several, in any order. Each chunk's edits, in chunk positions
         (``Prepared.assemble`` puts them back into texts). A chunk's edits never depend on what else is in the
         call: chunks are the corrector's work units."""
-        batches = self._batches(chunks, settings)
+        return self._correct(chunks, self._batches(chunks, settings), settings)
+
+    def _correct(self, chunks: Sequence[Chunk], batches: Sequence[Sequence[Chunk]],
+                 settings: CorrectorConfig) -> list[tuple[Edit, ...]]:
         return edits_by_chunk(chunks, [self.decide(s, settings) for s in self._score_batches(batches, settings)])
 
     def explain(self, text: str, top_k: int = 5, **settings: Any) -> Explanation:

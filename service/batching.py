@@ -210,10 +210,12 @@ class Runner:
         self.on_batch = on_batch
         self.rate = rate
         self.share = share
-        self._rates: deque[float] = deque([rate] if rate else [], maxlen=RATE_SAMPLES) if adapt_rate else deque()
+        self.adapt_rate = adapt_rate and rate is not None
+        self._rates: deque[float] = deque([rate] if rate else [], maxlen=RATE_SAMPLES)
         self._executor: ThreadPoolExecutor | None = None
         self._preparer: ThreadPoolExecutor | None = None
-        self._reserved: dict[int, tuple[float, float]] = {}  # admitted, being prepared: (model seconds, deadline)
+        self._reserved: dict[int, tuple[float, float]] = {}  # id of an admitted plan being prepared -> (model
+        #                                                      seconds, deadline)
         self._closing = False
         self._fresh: deque[_Request] = deque()  # no unit yet, first come first served
         self._served: deque[_Request] = deque()  # had a unit, pieces left: round-robin
@@ -298,8 +300,7 @@ class Runner:
         loop = asyncio.get_running_loop()
         now = loop.time()
         deadline = now + timeout if timeout else math.inf
-        token = object()
-        self._reserved[id(token)] = (plan.cost / (self.rate or 1.0), deadline)
+        self._reserved[id(plan)] = (plan.cost / (self.rate or 1.0), deadline)
         try:  # a CorrectorError (a setting this model refuses) reaches the caller from here
             if plan.chars <= INLINE_CHARS:  # a thread hop costs more than preparing a sentence or two
                 prepared = self.corrector.prepare(texts, **options.as_kwargs())
@@ -307,13 +308,13 @@ class Runner:
                 prepared = await loop.run_in_executor(self._preparer,
                                                       lambda: self.corrector.prepare(texts, **options.as_kwargs()))
         finally:
-            del self._reserved[id(token)]
+            del self._reserved[id(plan)]
         if self._collector is None:  # stopped meanwhile
             raise ServiceClosing("the service is shutting down")
         future: asyncio.Future[list[Correction]] = loop.create_future()
-        request = _Request(prepared, options, future, now, deadline, timeout or math.inf, plan.factor,
-                           (self.rate or 1.0) / plan.factor,
-                           many_units=plan.chars > self.unit_seconds * (self.rate or 1.0) / plan.factor)
+        expected = (self.rate or 1.0) / plan.factor
+        request = _Request(prepared, options, future, now, deadline, timeout or math.inf, plan.factor, expected,
+                           many_units=plan.chars > self.unit_seconds * expected)
         if not request.remaining:
             return prepared.assemble([])  # no chunk: empty texts
         self._fresh.append(request)
@@ -478,7 +479,7 @@ class Runner:
         """With ``adapt_rate``, the admission speed follows the model as the server runs: the median cost characters
         per second of the recent units planned to take at least half a unit's time (a smaller one measures mostly
         the call's overhead)."""
-        if self.rate is None or not self._rates or seconds <= 0 or unit.seconds < self.unit_seconds / 2:
+        if not self.adapt_rate or seconds <= 0 or unit.seconds < self.unit_seconds / 2:
             return
         cost = sum(len(r.prepared.chunks[i].text) * r.factor for r, taken in unit.parts for i in taken)
         if cost > 0:

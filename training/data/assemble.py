@@ -262,14 +262,21 @@ def assemble(out: Path, raw: Path, entries: list[dict[str, Any]], evaluation: li
     groups: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
         groups.setdefault(e["out"], []).append(e)
-    contaminated = Contamination(t for e in evaluation for _, t in _pairs_of(e, raw, mirror))
+    pairs_of: dict[int, list[tuple[str, str]]] = {}  # each entry's pairs, read once
+
+    def pairs(e: dict[str, Any]) -> list[tuple[str, str]]:
+        if id(e) not in pairs_of:
+            pairs_of[id(e)] = _pairs_of(e, raw, mirror)
+        return pairs_of[id(e)]
+
+    contaminated = Contamination(t for e in evaluation for _, t in pairs(e))
     seen: set[str] = set()  # corpus lines, across files
     written: dict[str, int] = {}
     for name, group in groups.items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if name.startswith("csc/"):
-            rows = [p for e in group for p in _pairs_of(e, raw, mirror)]
+            rows = [p for e in group for p in pairs(e)]
             if group[0].get("role") == "training":
                 rows = list(dict.fromkeys(p for p in rows if not (contaminated(p[0]) or contaminated(p[1]))))
             path.write_text("".join(f"{s}\t{t}\n" for s, t in rows), encoding="utf-8")
