@@ -141,7 +141,8 @@ def test_a_dictionary_file_of_100000_words_protects_them_and_leaves_the_server_r
     port = free_port()
     cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port), "--model", str(tiny_bundle),
            "--device", "cpu", "--no-access-log", "--corrector-settings", json.dumps(FORCE_EDITS),
-           "--protect-file", str(tmp_path / "words.txt"), "--max-text-chars", "100000", "--cost-chars-per-s", "1e6"]
+           "--protect-file", str(tmp_path / "words.txt"), "--max-text-chars", "100000", "--cost-chars-per-s", "1e6",
+           "--request-timeout", "300"]  # the long text must run, however busy the machine, never end as too slow
     text = "今天天汽很好，我们去公园散步吧。"
     long_text = "".join(rng.choice(han) for _ in range(60_000))
     with server(cmd, {}, tmp_path / "server.log", port) as (proc, base), ThreadPoolExecutor(1) as pool:
