@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.char_lm import CharLM
+from corrector.evidence.char_lm import CharLM
 
 
 def windows(lm: CharLM, n: int, seed: int = 0) -> np.ndarray:

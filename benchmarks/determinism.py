@@ -32,7 +32,7 @@ def load(model: Path | None, option: str, threads: int):
     if option in ("int8-dynamic", "int8-rows") and fix.bundle.int8_static:
         raise SystemExit(f"{fix.bundle.path} has static int8 graphs; pass a bundle with dynamic ones")
     if option == "int8-dynamic":  # the same graphs, whole padded batches on ONNX Runtime's intra-op threads
-        from corrector.runtime import OnnxNetworks
+        from corrector.runtime.sessions import OnnxNetworks
 
         assert isinstance(fix.networks, OnnxNetworks)
         fix.networks = OnnxNetworks(fix.networks.files, device="cpu", threads=threads)

@@ -19,7 +19,7 @@ from pathlib import Path
 import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
 import numpy as np
 
-from corrector.char_lm import UNK, CharLM
+from corrector.evidence.char_lm import UNK, CharLM
 from training.data.csc_data import read_pairs
 from training.data.location import default_data
 from training.evidence.char_lm_table import heldout_windows, perplexity

@@ -59,7 +59,7 @@ class MaskedLM:
         import torch
         from transformers import ElectraForMaskedLM
 
-        from corrector.tokenize import build_tokenizer, read_vocab
+        from corrector.text.tokenize import build_tokenizer, read_vocab
 
         if threads:
             torch.set_num_threads(threads)
@@ -72,7 +72,7 @@ class MaskedLM:
     def logprobs(self, items: list[tuple[str, int]], batch: int = 256) -> list[np.ndarray | None]:
         """For each (text, character index): the log-probabilities there with it masked; None where the character
         is not one token of its own."""
-        from corrector.tokenize import encode
+        from corrector.text.tokenize import encode
 
         torch = self.torch
         out: list[np.ndarray | None] = [None] * len(items)

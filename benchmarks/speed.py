@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from corrector.bundle import PRECISIONS, Precision
-from corrector.runtime import Device
+from corrector.runtime.sessions import Device
 
 
 def read_sources(path: Path, limit: int) -> list[str]:

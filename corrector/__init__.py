@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .types import Candidate, CharExplanation, Correction, CorrectorError, Edit, Explanation
+from corrector.types import Candidate, CharExplanation, Correction, CorrectorError, Edit, Explanation
 
 if TYPE_CHECKING:
-    from .config import CorrectorConfig
-    from .corrector import Corrector
+    from corrector.config import CorrectorConfig
+    from corrector.corrector import Corrector
 
 __all__ = [
     "Candidate", "CharExplanation", "Correction", "Corrector", "CorrectorConfig", "CorrectorError", "Edit",
@@ -24,11 +24,11 @@ __all__ = [
 
 def __getattr__(name: str):  # keep `import corrector` cheap: the runtime loads on first use
     if name == "Corrector":
-        from .corrector import Corrector
+        from corrector.corrector import Corrector
 
         return Corrector
     if name == "CorrectorConfig":
-        from .config import CorrectorConfig
+        from corrector.config import CorrectorConfig
 
         return CorrectorConfig
     raise AttributeError(name)

@@ -1,4 +1,4 @@
-"""``python -m corrector``: the command line (corrector/cli.py).
+"""``python -m corrector``: the command line (corrector/cli/main.py).
 
 Once a one-shot command has written and flushed its output, the process ends at once (``os._exit``): freeing the
 decoder's tables and OpenCC's dictionaries object by object would add a third of a second to every run. ``batch``
@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 
-from .cli import main
+from corrector.cli.main import main
 
 try:
     main()

@@ -22,7 +22,7 @@
       lm/                           optional: character n-gram LM (training.evidence.char_lm)
       ranker.json                   optional: the fitted ranker's named weights and threshold (training.fitting.ranker)
       dictionary/words.npz          optional: jieba's two- and three-character words as vocab-id keys with their
-                                    counts (corrector.dictionary), read in milliseconds; without it the decoder
+                                    counts (corrector.evidence.dictionary), read in milliseconds; without it the decoder
                                     reads jieba's own dictionary at first use (a second), with the same result
 """
 
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from .manifest import FORMAT_VERSION, Manifest
-from .types import CorrectorError
+from corrector.manifest import FORMAT_VERSION, Manifest
+from corrector.types import CorrectorError
 
 MANIFEST = "manifest.json"
 VOCAB = "discriminator/vocab.txt"
@@ -53,7 +53,7 @@ SIMILARITY_DIR = "similarity"
 CANDIDATES_DIR = "candidates"
 LM_DIR = "lm"
 RANKER = "ranker.json"
-WORDS = "dictionary/words.npz"  # corrector.dictionary
+WORDS = "dictionary/words.npz"  # corrector.evidence.dictionary
 REQUIRED_FILES = (  # what inference reads, whatever the graphs
     "discriminator/config.json",
     VOCAB,

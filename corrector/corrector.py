@@ -17,29 +17,29 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from .bundle import CANDIDATES_DIR, LM_DIR, RANKER, SIMILARITY_DIR, Bundle, Precision
-from .candidates import CandidateTable
-from .char_lm import CharLM
-from .config import CorrectorConfig, in_force
-from .decide import decide, threshold_of
-from .dictionary import WORDS, WordTable
-from .explain import explain_text
-from .features import Evidence, Sites
-from .foreign_names import load_name_shares
-from .guards import PROTECT, Protections
-from .kept_forms import PairCounts
-from .model_path import ENV_MODEL, default_model_path
-from .rank import HEURISTIC, RankerWeights
-from .runtime import Device, Networks, OnnxNetworks, ProcessLocalPool
-from .script import ScriptView, prepare_converters, simplified_text, simplified_view
-from .similarity import SimilarityTables
-from .stages import Chunk, Decided, Prepared, Scored, assemble, edits_by_chunk
-from .text import sentence_chunk_spans
-from .tokenize import build_tokenizer, encode_batch, read_vocab_list
-from .types import Correction, CorrectorError, Edit, Explanation
+from corrector.bundle import CANDIDATES_DIR, LM_DIR, RANKER, SIMILARITY_DIR, Bundle, Precision
+from corrector.config import CorrectorConfig, in_force
+from corrector.decide import decide, threshold_of
+from corrector.evidence.candidates import CandidateTable
+from corrector.evidence.char_lm import CharLM
+from corrector.evidence.dictionary import WORDS, WordTable
+from corrector.evidence.foreign_names import load_name_shares
+from corrector.evidence.kept_forms import PairCounts
+from corrector.evidence.similarity import SimilarityTables
+from corrector.explain import explain_text
+from corrector.features import Evidence, Sites
+from corrector.guards import PROTECT, Protections
+from corrector.model_path import ENV_MODEL, default_model_path
+from corrector.rank import HEURISTIC, RankerWeights
+from corrector.runtime.sessions import Device, Networks, OnnxNetworks, ProcessLocalPool
+from corrector.stages import Chunk, Decided, Prepared, Scored, assemble, edits_by_chunk
+from corrector.text.chars import sentence_chunk_spans
+from corrector.text.script import ScriptView, prepare_converters, simplified_text, simplified_view
+from corrector.text.tokenize import build_tokenizer, encode_batch, read_vocab_list
+from corrector.types import Correction, CorrectorError, Edit, Explanation
 
 if TYPE_CHECKING:
-    from .char_lm_kenlm import KenLMCharLM
+    from corrector.evidence.char_lm_kenlm import KenLMCharLM
 
 N = TypeVar("N", bound=Networks)
 
@@ -325,7 +325,7 @@ class Corrector:
 def _load_lm(path: Path) -> Any:
     """A character LM directory (training.evidence.char_lm), or a KenLM .arpa/.klm file through the kenlm module."""
     if path.is_file() and path.suffix in (".arpa", ".klm", ".bin"):
-        from .char_lm_kenlm import KenLMCharLM
+        from corrector.evidence.char_lm_kenlm import KenLMCharLM
 
         return KenLMCharLM.load(path)
     if not path.is_dir():

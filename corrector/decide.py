@@ -16,12 +16,11 @@ from itertools import accumulate
 
 import numpy as np
 
-from .config import CorrectorConfig
-from .features import COL, Evidence, Sites
-from .guards import REGIONAL_FORMS, SCRIPT, UNRELIABLE_PAIRS, regional_edit, unreliable_pair
-from .rank import MAX_ROUNDS, RankerWeights, best_candidates, choice_probs, pick_round
-from .script import restore_edits
-from .stages import (
+from corrector.config import CorrectorConfig
+from corrector.features import COL, Evidence, Sites
+from corrector.guards import REGIONAL_FORMS, SCRIPT, UNRELIABLE_PAIRS, regional_edit, unreliable_pair
+from corrector.rank import MAX_ROUNDS, RankerWeights, best_candidates, choice_probs, pick_round
+from corrector.stages import (
     APPLIED,
     BELOW_THRESHOLD,
     CAPPED,
@@ -32,8 +31,9 @@ from .stages import (
     Decided,
     Scored,
 )
-from .text import split_sentences
-from .types import Edit, Reason
+from corrector.text.chars import split_sentences
+from corrector.text.script import restore_edits
+from corrector.types import Edit, Reason
 
 
 def threshold_of(ranker: RankerWeights, cfg: CorrectorConfig, use_lm: bool) -> float:

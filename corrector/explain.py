@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .features import COL, FEATURES
-from .guards import GUARDS, REGIONAL_FORMS, SCRIPT, UNRELIABLE_PAIRS
-from .rank import MAX_ROUNDS
-from .stages import (
+from corrector.features import COL, FEATURES
+from corrector.guards import GUARDS, REGIONAL_FORMS, SCRIPT, UNRELIABLE_PAIRS
+from corrector.rank import MAX_ROUNDS
+from corrector.stages import (
     APPLIED,
     BELOW_THRESHOLD,
     CAPPED,
@@ -22,7 +22,7 @@ from .stages import (
     Decided,
     Prepared,
 )
-from .types import Candidate, CharExplanation
+from corrector.types import Candidate, CharExplanation
 
 
 def explain_text(prepared: Prepared, decided: Sequence[Decided], vocab: Sequence[str], top_k: int,

@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import CorrectorConfig
-from .foreign_names import foreign_name_positions, name_chars
-from .script import mainland_form, regional_form
-from .types import CorrectorError
+from corrector.config import CorrectorConfig
+from corrector.evidence.foreign_names import foreign_name_positions, name_chars
+from corrector.text.script import mainland_form, regional_form
+from corrector.types import CorrectorError
 
 REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
 
@@ -48,7 +48,7 @@ class Protections:
     """The prepare-stage guards over one bundle's tables: which characters of a text no edit may touch, and why.
 
     ``name_shares``: per character, the share of its corpus occurrences inside dot-joined foreign names
-    (``corrector.foreign_names``)."""
+    (``corrector.evidence.foreign_names``)."""
 
     def __init__(self, name_shares: dict[str, float]):
         self.name_shares = name_shares
@@ -126,7 +126,7 @@ def read_word_file(path: str | Path) -> tuple[str, ...]:
 def _dictionary_positions(text: str) -> set[int]:
     if not text:
         return set()
-    from .dictionary import tokenizer  # jieba, its cache in a private directory
+    from corrector.evidence.dictionary import tokenizer  # jieba, its cache in a private directory
 
     out: set[int] = set()
     pos = 0

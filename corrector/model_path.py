@@ -11,7 +11,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from .types import CorrectorError
+from corrector.types import CorrectorError
 
 ENV_MODEL = "CSC_MODEL_DIR"  # one name for the library, the CLI and the service
 DEPRECATED_ENV_MODEL = "CORRECTOR_MODEL"  # read when ENV_MODEL is unset; will go away

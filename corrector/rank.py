@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .features import CHEAP, COL, FEATURES, Rows
+from corrector.features import CHEAP, COL, FEATURES, Rows
 
 MAX_ROUNDS = 4
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .config import CorrectorConfig
-from .features import Rows, Sites
-from .rank import Scorer
-from .script import ScriptView
-from .tokenize import Encoded
-from .types import Correction, Edit
+from corrector.config import CorrectorConfig
+from corrector.features import Rows, Sites
+from corrector.rank import Scorer
+from corrector.text.script import ScriptView
+from corrector.text.tokenize import Encoded
+from corrector.types import Correction, Edit
 
 # a site's status after decide
 APPLIED = "applied"  # its best edit is made

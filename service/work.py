@@ -29,7 +29,7 @@ class PreparedWork(Protocol):
 
 
 class RuntimeInfo(Protocol):
-    """Where the networks run (``corrector.runtime.Networks``): for /ready, /metrics and the start-up line."""
+    """Where the networks run (``corrector.runtime.sessions.Networks``): for /ready, /metrics and the start-up line."""
 
     provider: str
     precision: str

@@ -14,8 +14,8 @@ from typing import Any
 
 from corrector import Correction, CorrectorError, Edit
 from corrector.stages import Chunk, Prepared
-from corrector.text import sentence_chunk_spans
-from corrector.tokenize import Encoded
+from corrector.text.chars import sentence_chunk_spans
+from corrector.text.tokenize import Encoded
 
 
 class FakeRuntime:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fake_networks import SAMPLE
 
 from corrector import Correction
-from corrector.text import is_cjk
+from corrector.text.chars import is_cjk
 
 SENTENCES = ["今天天汽很好", "我们去公园散步吧。他已经知道自己错了！", "中国人民银行在北京，张三和李四在上海。",
              "hello 未来，world 1234 候车", "", "😀 拨打电话"]

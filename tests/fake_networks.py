@@ -1,6 +1,6 @@
 """Networks with hand-set outputs, and a Corrector over them made without torch or ONNX.
 
-``FakeNetworks`` is a ``corrector.runtime.Networks`` as ``corrector.runtime.OnnxNetworks`` is: it answers
+``FakeNetworks`` is a ``corrector.runtime.sessions.Networks`` as ``corrector.runtime.sessions.OnnxNetworks`` is: it answers
 ``run(ids, attn, positions, floor)`` (P(replaced) per token, shape (B, T), the generator's ``LogProbs`` at the asked
 positions that reach the floor, and which those are) from per-character settings instead of weights: what the discriminator says of each character, and
 which characters the generator prefers in its place. Every row's output depends on that row's own tokens only, so
@@ -23,13 +23,13 @@ import numpy as np
 
 from corrector import Corrector, CorrectorConfig
 from corrector.bundle import SIMILARITY_DIR, VOCAB, Bundle, sha256_file
-from corrector.candidates import CandidateTable
-from corrector.char_lm import CharLM
+from corrector.evidence.candidates import CandidateTable
+from corrector.evidence.char_lm import CharLM
+from corrector.evidence.similarity import PINYIN_FILE, SHAPE_FILE, SimilarityTables
 from corrector.manifest import Manifest
 from corrector.rank import HEURISTIC, RankerWeights
-from corrector.runtime import LogProbs, suspected
-from corrector.similarity import PINYIN_FILE, SHAPE_FILE, SimilarityTables
-from corrector.tokenize import VOCAB_SIZE, read_vocab_list
+from corrector.runtime.sessions import LogProbs, suspected
+from corrector.text.tokenize import VOCAB_SIZE, read_vocab_list
 
 # The tiny bundle's text: every CJK character of the vocabulary (each with frequency CHAR_FREQ), in vocabulary order.
 SAMPLE = (

@@ -8,7 +8,7 @@ import json
 
 from fastapi.testclient import TestClient
 
-from corrector.text import is_cjk
+from corrector.text.chars import is_cjk
 
 JSON = {"content-type": "application/json"}
 

@@ -274,7 +274,7 @@ def test_the_reason_for_the_cpu_names_what_to_install(monkeypatch):
 
     import onnxruntime as ort
 
-    from corrector import runtime
+    from corrector.runtime import sessions as runtime
 
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
     assert runtime.provider_reason("cpu") == "the CPU was asked for"

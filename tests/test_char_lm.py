@@ -1,5 +1,5 @@
 """Character n-gram LM: estimator (training.evidence.char_lm) against a plain-Python Kneser-Ney reference, and the
-vectorised reader (corrector.char_lm) against a one-query-at-a-time backoff loop. Tiny corpora, < 2 s."""
+vectorised reader (corrector.evidence.char_lm) against a one-query-at-a-time backoff loop. Tiny corpora, < 2 s."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corrector.char_lm import BOS, EOS, PAD, UNK, CharLM
+from corrector.evidence.char_lm import BOS, EOS, PAD, UNK, CharLM
 from corrector.types import CorrectorError
 from training.evidence import char_lm as build_lm
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corrector import Corrector
-from corrector.text import SENTENCE_END, chunk_spans, sentence_chunk_spans, split_sentences
+from corrector.text.chars import SENTENCE_END, chunk_spans, sentence_chunk_spans, split_sentences
 
 BODY = st.text(alphabet=st.sampled_from(SAMPLE[:30] + "，、a1 😀"), min_size=1, max_size=80)
 SENTENCE = st.tuples(BODY, st.sampled_from(list(SENTENCE_END) + ["。”", "！！"])).map("".join)

@@ -64,7 +64,7 @@ def test_settings_table_lists_every_setting_with_the_value_in_force():
 
 
 def test_cli_lists_the_settings_with_the_shipped_bundles_values(capsys):
-    from corrector.cli import main
+    from corrector.cli.main import main
 
     with pytest.raises(SystemExit) as e:
         main(["settings"])
@@ -76,7 +76,7 @@ def test_cli_lists_the_settings_with_the_shipped_bundles_values(capsys):
 
 
 def test_cli_settings_of_a_missing_bundle_is_one_line_and_exit_1(capsys, tmp_path):
-    from corrector.cli import main
+    from corrector.cli.main import main
 
     with pytest.raises(SystemExit) as e:
         main(["settings", "--model", str(tmp_path / "none")])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from corrector.candidates import CandidateTable
+from corrector.evidence.candidates import CandidateTable
 from training.data.confusion_prior import PRIOR, apportion, build, prior_weights
 
 

@@ -12,7 +12,7 @@ from corrector_cases import SENTENCES, TYPOS, check, edited, in_vocab_cjk
 from fake_networks import FakeNetworks, fake_corrector
 
 from corrector import Edit
-from corrector.text import is_cjk, split_sentences
+from corrector.text.chars import is_cjk, split_sentences
 
 
 def test_the_replacements_the_networks_are_sure_of_are_made(typos):

@@ -11,7 +11,7 @@ from conftest import FORCE_EDITS, SAMPLE
 from corrector_cases import PREFER, RTD, edited, in_vocab_cjk
 from fake_networks import FakeNetworks, fake_corrector
 
-from corrector.text import is_cjk
+from corrector.text.chars import is_cjk
 
 
 @pytest.mark.parametrize("text", ["今天天汽很好", "hello，北京😀龘上海\t", "", "\ud800今", SAMPLE * 2])

@@ -18,7 +18,7 @@ def lm_corrector(fake_tiny_bundle, tiny_lm) -> Corrector:
 
 
 def test_lm_gain_reaches_the_decoder(lm_corrector, fake_forced):
-    from corrector.char_lm import CharLM
+    from corrector.evidence.char_lm import CharLM
 
     assert lm_corrector.has_lm
     lm = CharLM.load(lm_corrector.evidence.lm.path)

@@ -69,7 +69,7 @@ def test_protect_foreign_names(fake_tiny_bundle):
 def test_protect_regional_forms(fake_tiny_bundle, monkeypatch: pytest.MonkeyPatch):
     """An edit that only writes a word another region's way is not made, and explain says so; the other edits
     stay; off, it is made. The check sees two characters either side of the edit (its oracle stubbed here: the
-    tiny vocabulary has no regional pair; corrector/script.py's own test has the real ones)."""
+    tiny vocabulary has no regional pair; corrector/text/script.py's own test has the real ones)."""
     import corrector.guards as cc
 
     seen: list[tuple[str, str]] = []
@@ -92,7 +92,7 @@ def test_protect_regional_forms(fake_tiny_bundle, monkeypatch: pytest.MonkeyPatc
 
 
 def test_foreign_name_positions():
-    from corrector.foreign_names import foreign_name_positions
+    from corrector.evidence.foreign_names import foreign_name_positions
 
     chars = frozenset("阿布沙伊夫")
     assert foreign_name_positions("救阿布沙伊夫人质", chars) == {1, 2, 3, 4, 5}

@@ -78,7 +78,7 @@ def test_fold_lms_are_the_lms_counted_without_their_fold(data: Path, tmp_path: P
     corpus has every character, so both have one vocabulary)."""
     import gzip
 
-    from corrector.char_lm import CharLM
+    from corrector.evidence.char_lm import CharLM
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -184,7 +184,7 @@ def test_count_folds_are_the_tables_counted_without_their_fold(tiny_bundle, data
     and nothing else differs from a table built from those pairs alone."""
     import numpy as np
 
-    from corrector.candidates import CandidateTable
+    from corrector.evidence.candidates import CandidateTable
     from training.data.splits import train_pairs
     from training.evidence import candidates
 

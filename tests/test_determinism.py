@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corrector import Corrector
-from corrector.runtime import OnnxNetworks
+from corrector.runtime.sessions import OnnxNetworks
 
 TEXTS = st.lists(st.text(alphabet=st.sampled_from(SAMPLE + "，。！a1 "), min_size=1, max_size=90),
                  min_size=1, max_size=12)

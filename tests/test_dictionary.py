@@ -1,5 +1,5 @@
-"""jieba's words as the bundle carries them (corrector/dictionary.py), and caches only in private directories
-(corrector/user_cache.py)."""
+"""jieba's words as the bundle carries them (corrector/evidence/dictionary.py), and caches only in private directories
+(corrector/runtime/user_cache.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from corrector import CorrectorError
-from corrector.dictionary import WORDS, WordTable
-from corrector.kept_forms import CharIds, word_key
-from corrector.user_cache import private_dir
+from corrector.evidence.dictionary import WORDS, WordTable
+from corrector.evidence.kept_forms import CharIds, word_key
+from corrector.runtime.user_cache import private_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "data" / "electra_models" / "default"
@@ -50,7 +50,7 @@ def test_word_table_round_trip_and_another_vocabulary_is_refused(tmp_path):
 
 def test_the_shipped_bundles_table_is_what_jieba_gives():
     """dictionary/words.npz is derived data: it must equal the table read from the installed jieba."""
-    from corrector.tokenize import read_vocab_list
+    from corrector.text.tokenize import read_vocab_list
 
     vocab = read_vocab_list(SHIPPED / "discriminator" / "vocab.txt")
     manifest = json.loads((SHIPPED / "manifest.json").read_text(encoding="utf-8"))
@@ -91,7 +91,7 @@ def test_jieba_caches_in_the_private_directory_and_never_in_tmp(tmp_path):
     tmp.mkdir()
     (tmp / "jieba.cache").write_bytes(b"planted")  # marshal would run whatever a real one held
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(tmp)}
-    code = ("from corrector.dictionary import tokenizer; import jieba; "
+    code = ("from corrector.evidence.dictionary import tokenizer; import jieba; "
             "print(tokenizer().lcut('我们一起去吃饭吧', HMM=False))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -16,8 +16,8 @@ from conftest import FORCE_EDITS
 
 from corrector import Corrector
 from corrector.bundle import ONNX_DISCRIMINATOR, ONNX_GENERATOR, VOCAB, sha256_file
-from corrector.runtime import OnnxNetworks
-from corrector.tokenize import build_tokenizer, encode_batch
+from corrector.runtime.sessions import OnnxNetworks
+from corrector.text.tokenize import build_tokenizer, encode_batch
 
 REPO = Path(__file__).resolve().parents[1]
 SENTENCES = ["今天天汽很好", "我们去公园散步吧，他已经知道自己错了！hello 未来", "中国人民银行在北京。", "", "😀 拨打电话"]
@@ -337,7 +337,7 @@ def test_split_networks_give_the_joint_graphs_numbers_and_run_the_head_only_wher
     floor, the head runs only at the asked positions whose P(replaced) reaches it, and there gives what the joint
     graph gives when asked at those positions alone."""
     from corrector.bundle import Bundle
-    from corrector.runtime import suspected
+    from corrector.runtime.sessions import suspected
 
     ids, attn, positions = batch
     nets = {}

@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from corrector.candidates import CandidateTable
-from corrector.char_lm import CharLM
-from corrector.dictionary import WordTable
+from corrector.evidence.candidates import CandidateTable
+from corrector.evidence.char_lm import CharLM
+from corrector.evidence.dictionary import WordTable
+from corrector.evidence.kept_forms import PairCounts, kept_word_value
+from corrector.evidence.similarity import SimilarityTables
 from corrector.features import COL, FEATURES, Evidence, Sites
 from corrector.features.words import _name_like
-from corrector.kept_forms import PairCounts, kept_word_value
-from corrector.runtime import LogProbs
-from corrector.similarity import SimilarityTables
+from corrector.runtime.sessions import LogProbs
 
 VOCAB = ["[PAD]", "[UNK]", "x", *"今天气汽器七张三北京市很好田"]
 FREQ = {c: 100 for c in "今天气汽器七张三北京市很好"} | {"气": 1000, "七": 10}  # 田: frequency 0, never proposed
@@ -245,7 +245,7 @@ def test_without_frequencies_every_chinese_character_may_be_proposed():
 
 def test_generator_log_probs_without_the_dense_matrix():
     """LogProbs keeps logits and each row's normaliser: entries equal a log-softmax, whatever rows come with it."""
-    from corrector.runtime import _log_softmax
+    from corrector.runtime.sessions import _log_softmax
 
     rng = np.random.default_rng(0)
     logits = (rng.standard_normal((LogProbs.BLOCK * 2 + 3, 500)) * 4).astype(np.float32)
@@ -309,7 +309,7 @@ def pair_evidence(lm: CharLM | None = None) -> Evidence:
 
 
 def test_fuzzy_key_joins_what_an_ime_user_confuses():
-    from corrector.similarity import fuzzy_key
+    from corrector.evidence.similarity import fuzzy_key
 
     assert fuzzy_key("zhao") == fuzzy_key("zao") == "zao"
     assert fuzzy_key("jing") == fuzzy_key("jin") and fuzzy_key("sheng") == fuzzy_key("sen")
@@ -397,10 +397,10 @@ def test_word_counts_count_target_words_kept_and_source_words_changed():
 
 def test_name_chars_are_counted_inside_dot_joined_names_and_read_back_as_shares(tmp_path):
     """training.evidence.foreign_names counts characters inside dot-joined names (the outer parts cut next to the dot);
-    corrector.foreign_names reads them back as in_names / (total + NAME_SHRINK)."""
+    corrector.evidence.foreign_names reads them back as in_names / (total + NAME_SHRINK)."""
     import gzip
 
-    from corrector.foreign_names import NAME_SHRINK, NAMES_NPZ, load_name_shares
+    from corrector.evidence.foreign_names import NAME_SHRINK, NAMES_NPZ, load_name_shares
     from training.data.prepare import corpus_files, read_lines
     from training.evidence.foreign_names import count_name_chars, name_arrays, name_parts
 

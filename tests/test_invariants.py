@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corrector import Correction
-from corrector.script import simplified_view, to_simplified
-from corrector.text import is_cjk, sentence_chunk_spans
+from corrector.text.chars import is_cjk, sentence_chunk_spans
+from corrector.text.script import simplified_view, to_simplified
 
 TRADITIONAL = "氣國們說話這時來會車電體學麼與為後點認識經濟發現問題東關門開"
 ASCII = "".join(chr(c) for c in range(32, 127))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from corrector.similarity import SimilarityTables
-from corrector.text import is_cjk
+from corrector.evidence.similarity import SimilarityTables
+from corrector.text.chars import is_cjk
 from training.data.make_csc_data import (
     BenchmarkFileError,
     Corrupter,

@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import tiny_vocab
 
-from corrector.tokenize import MASK, SPECIAL_IDS
+from corrector.text.tokenize import MASK, SPECIAL_IDS
 from training.networks.probe import probe
 
 VOCAB = tiny_vocab()

@@ -1,4 +1,4 @@
-"""Traditional Chinese is corrected, never converted (issue 13, point 3): corrector/script.py and the Corrector."""
+"""Traditional Chinese is corrected, never converted (issue 13, point 3): corrector/text/script.py and the Corrector."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corrector import Corrector
-from corrector.script import regional_form, restore_edits, simplified_view, to_simplified
-from corrector.text import is_cjk
+from corrector.text.chars import is_cjk
+from corrector.text.script import regional_form, restore_edits, simplified_view, to_simplified
 from corrector.types import Edit
 
 REPO_BUNDLE = Path(__file__).resolve().parents[1] / "data" / "electra_models" / "default"
@@ -100,14 +100,14 @@ def test_default_bundle_corrects_traditional_text():
     ("於是", False),
 ])
 def test_simplified_text_is_told_from_traditional_text_by_counting_script_only_characters(text, simplified):
-    from corrector.script import simplified_text
+    from corrector.text.script import simplified_text
 
     assert simplified_text(text, [simplified_view(text)]) is simplified
 
 
 def test_traditional_only_characters_and_mainland_forms():
     from corrector.guards import regional_edit
-    from corrector.script import mainland_form, traditional_only
+    from corrector.text.script import mainland_form, traditional_only
 
     assert [c for c in "於後麼們着著于后显" if traditional_only(c)] == ["於", "後", "麼", "們"]
     assert mainland_form("他看著我") == "他看着我" and mainland_form("我们的计画") == "我们的计划"
@@ -120,7 +120,7 @@ def test_traditional_only_characters_and_mainland_forms():
 def test_a_stray_traditional_character_in_simplified_text_is_a_typo(forced):
     """Simplified text: the model reads the view, and the stray character comes out simplified whether or not the
     model edits it; every other edit is the view's own; the text never receives a traditional-only character."""
-    from corrector.script import traditional_only
+    from corrector.text.script import traditional_only
 
     text = "今天天气很好，我们去公园散步吧。他已经知道自己錯了"
     got = forced.correct(text)

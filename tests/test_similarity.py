@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import system_dependency
 
-from corrector.similarity import SimilarityTables, pinyin_similarity
+from corrector.evidence.similarity import SimilarityTables, pinyin_similarity
 from corrector.types import CorrectorError
 from training.evidence import similarity as build
 

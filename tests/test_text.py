@@ -1,4 +1,4 @@
-"""Character classes, sentence splitting and chunking (corrector/text.py)."""
+"""Character classes, sentence splitting and chunking (corrector/text/chars.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corrector.text import CLAUSE_END, SENTENCE_END, chunk_spans, cjk_count, is_cjk, split_sentences
+from corrector.text.chars import CLAUSE_END, SENTENCE_END, chunk_spans, cjk_count, is_cjk, split_sentences
 
 TEXT = st.text(alphabet=st.sampled_from("今天气好我们a b1。！？；!?…\n，、,：:”」）😀"), max_size=300)
 

@@ -1,4 +1,4 @@
-"""WordPiece over the bundle vocab, with token → input-character offsets (corrector/tokenize.py)."""
+"""WordPiece over the bundle vocab, with token → input-character offsets (corrector/text/tokenize.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from conftest import SAMPLE, tiny_vocab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corrector.text import is_cjk
-from corrector.tokenize import (
+from corrector.text.chars import is_cjk
+from corrector.text.tokenize import (
     CLS,
     SEP,
     SPECIAL_IDS,

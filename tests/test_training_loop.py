@@ -254,7 +254,7 @@ def test_masked_finetuning_masks_correct_characters_for_the_generator_only():
     mft[0, 4] = mft[1, 2] = True
     train_pos = (src != tgt) & editable
     out = model(src, tgt, editable, train_pos, torch.zeros_like(mft), det_weight=1.0, mft_mask=mft)
-    from corrector.tokenize import SPECIAL_IDS
+    from corrector.text.tokenize import SPECIAL_IDS
 
     seen = torch.where(mft, torch.full_like(src, SPECIAL_IDS["[MASK]"]), src)
     attn = (src != 0).long()

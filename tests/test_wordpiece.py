@@ -5,7 +5,7 @@ import random
 
 from conftest import run_python as run
 
-from corrector.tokenize import VOCAB_SIZE
+from corrector.text.tokenize import VOCAB_SIZE
 from training.data.prepare import build_vocab
 from training.data.wordpiece import pieces, word_counts
 

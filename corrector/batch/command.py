@@ -14,10 +14,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cli_options import CliError, decoding_args, decoding_settings
-from .engines import ModelSpec
-from .inputs import INPUT_FORMATS, InputFile, ReadOptions, find_inputs, parquet_module, plan_shards
-from .shards import OUTPUT_FORMATS, OutputDir
+from corrector.batch.engines import ModelSpec
+from corrector.batch.inputs import (
+    INPUT_FORMATS,
+    InputFile,
+    ReadOptions,
+    find_inputs,
+    parquet_module,
+    plan_shards,
+)
+from corrector.batch.shards import OUTPUT_FORMATS, OutputDir
+from corrector.cli.options import CliError, decoding_args, decoding_settings
 
 JOB_VERSION = 1
 
@@ -54,7 +61,7 @@ def run_batch(argv: list[str]) -> int:
     args = batch_parser().parse_args(argv)
     _check_args(args)
     if args.engine == "ray":
-        from .on_ray import ray_module
+        from corrector.batch.on_ray import ray_module
 
         ray_module()  # fail now, with the install command, rather than after planning
     opts = ReadOptions(args.text_field, args.id_field, args.max_chars)
@@ -63,7 +70,7 @@ def run_batch(argv: list[str]) -> int:
         parquet_module()
     shards = plan_shards(files, args.shard_size, opts)
 
-    from ..model_path import default_model_path
+    from corrector.model_path import default_model_path
 
     model = Path(args.model) if args.model else default_model_path()
     threads = max(1, int(args.actor_cpus)) if args.engine == "ray" else 0
@@ -80,12 +87,12 @@ def run_batch(argv: list[str]) -> int:
         if not pending:
             done_now = 0
         elif args.engine == "local":
-            from .local import run_local
+            from corrector.batch.local import run_local
 
             done_now = out.write(pending, run_local(fixer, pending, opts, args.lines_per_batch), bar)
         else:
             del fixer  # each actor loads its own
-            from .on_ray import run_ray
+            from corrector.batch.on_ray import run_ray
 
             rows = run_ray(spec, pending, opts, batch_size=args.lines_per_batch, num_actors=args.num_actors,
                            actor_cpus=args.actor_cpus, address=args.address, num_cpus=args.num_cpus)

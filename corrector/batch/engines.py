@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
-from .inputs import ReadOptions, Record, Shard, read_shard
+from corrector.batch.inputs import ReadOptions, Record, Shard, read_shard
 
 if TYPE_CHECKING:
-    from ..bundle import Precision
-    from ..corrector import Corrector
-    from ..runtime import Device
+    from corrector.bundle import Precision
+    from corrector.corrector import Corrector
+    from corrector.runtime.sessions import Device
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ class ModelSpec:
     lm: str | None = None  # another character LM than the bundle's
 
     def load(self) -> Corrector:
-        from ..corrector import Corrector
+        from corrector.corrector import Corrector
 
         return Corrector.load(self.model, device=self.device, precision=self.precision, threads=self.threads,
                               lm=self.lm, **self.settings)

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from ..model_path import install_hint
-from ..types import CorrectorError
+from corrector.model_path import install_hint
+from corrector.types import CorrectorError
 
 INPUT_FORMATS = ("auto", "text", "jsonl", "parquet")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .engines import Result, correct_shard
-from .inputs import ReadOptions, Shard
+from corrector.batch.engines import Result, correct_shard
+from corrector.batch.inputs import ReadOptions, Shard
 
 if TYPE_CHECKING:
-    from ..corrector import Corrector
+    from corrector.corrector import Corrector
 
 
 def run_local(fixer: Corrector, shards: list[Shard], opts: ReadOptions, batch_size: int) -> Iterator[Result]:

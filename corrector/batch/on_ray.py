@@ -16,10 +16,10 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from ..model_path import install_hint
-from ..types import CorrectorError
-from .engines import RESULT_KEYS, ModelSpec, Result, correct_shard
-from .inputs import ReadOptions, Shard
+from corrector.batch.engines import RESULT_KEYS, ModelSpec, Result, correct_shard
+from corrector.batch.inputs import ReadOptions, Shard
+from corrector.model_path import install_hint
+from corrector.types import CorrectorError
 
 
 def ray_module() -> Any:

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..types import CorrectorError
-from .engines import Result
-from .inputs import Shard, parquet_module
+from corrector.batch.engines import Result
+from corrector.batch.inputs import Shard, parquet_module
+from corrector.types import CorrectorError
 
 OUTPUT_FORMATS = ("jsonl", "parquet")
 STATE = "_state"

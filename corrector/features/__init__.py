@@ -13,9 +13,19 @@ Modules: ``columns`` (the features and their constants), ``sites`` (sites, rows,
 (lm_gain, pair), ``evidence`` (``Evidence`` and the registry of which module fills which columns).
 """
 
-from .columns import CHEAP, COL, FEATURES, GEN_MARGIN, PAIR_MIN_FREQ, PLACE_SUFFIXES, RATE_A, RATE_B, SURNAMES
-from .evidence import REGISTRY, Evidence, RowContext
-from .sites import Rows, Sites, WordPairs
+from corrector.features.columns import (
+           CHEAP,
+           COL,
+           FEATURES,
+           GEN_MARGIN,
+           PAIR_MIN_FREQ,
+           PLACE_SUFFIXES,
+           RATE_A,
+           RATE_B,
+           SURNAMES,
+)
+from corrector.features.compose import REGISTRY, Evidence, RowContext
+from corrector.features.sites import Rows, Sites, WordPairs
 
 __all__ = ["CHEAP", "COL", "FEATURES", "GEN_MARGIN", "PAIR_MIN_FREQ", "PLACE_SUFFIXES", "RATE_A", "RATE_B", "REGISTRY",
            "SURNAMES", "Evidence", "RowContext", "Rows", "Sites", "WordPairs"]

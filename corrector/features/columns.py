@@ -19,7 +19,7 @@ FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions",
 # kept_word (keep rows only): of the two- and three-character words through the character as written that the
 # real training pairs counted, the best log((times kept as written + 1) / (times changed + 1)): a word form the
 # annotators keep (报导 kept 3 times, changed 0; 甚么 76 and 7) is evidence against changing it; 0 when none
-# (corrector/kept_forms.py)
+# (corrector/evidence/kept_forms.py)
 PAIR_MIN_FREQ = 200  # jieba frequency a word needs to be proposed as a pair (61% of the real training pairs' two-character
 # errors are words this frequent; 50: 66%, with twice the candidates)
 CHEAP = ("gen_lp", "pinyin", "shape", "confusions", "error_rate", "freq")  # the shortlist's features

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime import LogProbs
-from .columns import CHEAP, COL, GEN_MARGIN, RATE_A, RATE_B
-from .sites import Sites, WordPairs
-from .state import Tables
+from corrector.features.columns import CHEAP, COL, GEN_MARGIN, RATE_A, RATE_B
+from corrector.features.sites import Sites, WordPairs
+from corrector.features.state import Tables
+from corrector.runtime.sessions import LogProbs
 
 
 class CandidateFeatures(Tables):
@@ -30,7 +30,7 @@ class CandidateFeatures(Tables):
         return self._is_traditional(vids), self._variant_keys
 
     def _is_traditional(self, vids: np.ndarray) -> np.ndarray:
-        from ..script import traditional_only
+        from corrector.text.script import traditional_only
 
         todo = np.unique(vids[self._traditional[vids] == 0])
         if len(todo):

@@ -1,5 +1,5 @@
 """The word forms the real training pairs keep: ``seen``, ``seen_max`` and ``kept_word`` on keep rows
-(``corrector/kept_forms.py`` holds the counts)."""
+(``corrector/evidence/kept_forms.py`` holds the counts)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..kept_forms import kept_word_value, seen_value
-from .columns import COL
-from .sites import Sites
-from .state import Tables
+from corrector.evidence.kept_forms import kept_word_value, seen_value
+from corrector.features.columns import COL
+from corrector.features.sites import Sites
+from corrector.features.state import Tables
 
 
 class KeptFeatures(Tables):

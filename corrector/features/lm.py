@@ -8,11 +8,11 @@ from itertools import product
 
 import numpy as np
 
-from ..char_lm import BOS, EOS, PAD
-from ..similarity import fuzzy_key, split_reading
-from .columns import COL, PAIR_MIN_FREQ
-from .sites import Rows, Sites, WordPairs
-from .state import Tables
+from corrector.evidence.char_lm import BOS, EOS, PAD
+from corrector.evidence.similarity import fuzzy_key, split_reading
+from corrector.features.columns import COL, PAIR_MIN_FREQ
+from corrector.features.sites import Rows, Sites, WordPairs
+from corrector.features.state import Tables
 
 
 class LMFeatures(Tables):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import LogProbs
+from corrector.runtime.sessions import LogProbs
 
 
 @dataclass

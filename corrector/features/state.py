@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..candidates import CandidateTable
-from ..dictionary import WordTable
-from ..kept_forms import KeptForms
-from ..similarity import SimilarityTables
-from .sites import Sites
+from corrector.evidence.candidates import CandidateTable
+from corrector.evidence.dictionary import WordTable
+from corrector.evidence.kept_forms import KeptForms
+from corrector.evidence.similarity import SimilarityTables
+from corrector.features.sites import Sites
 
 
 class Tables:

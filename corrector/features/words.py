@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kept_forms import word_key
-from ..lookup import lookup_sorted
-from .columns import COL, PLACE_SUFFIXES, SURNAMES
-from .sites import Sites
-from .state import Tables
+from corrector.evidence.kept_forms import word_key
+from corrector.evidence.lookup import lookup_sorted
+from corrector.features.columns import COL, PLACE_SUFFIXES, SURNAMES
+from corrector.features.sites import Sites
+from corrector.features.state import Tables
 
 
 class WordFeatures(Tables):

@@ -31,9 +31,9 @@ from corrector.bundle import (
     Bundle,
     sha256_file,
 )
-from corrector.dictionary import write_word_table
+from corrector.evidence.dictionary import write_word_table
 from corrector.manifest import Manifest
-from corrector.tokenize import read_vocab_list
+from corrector.text.tokenize import read_vocab_list
 from corrector.types import CorrectorError
 
 from .onnx_export import OPSET, compact_pair, export_pair, quantize_pair, shares_body

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from corrector.bundle import MANIFEST, ONNX_GRAPHS, ONNX_INT8, Bundle, graph_names
-from corrector.tokenize import build_tokenizer, encode_batch
+from corrector.text.tokenize import build_tokenizer, encode_batch
 
 from .onnx_fp16 import expanded_copy
 

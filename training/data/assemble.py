@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from corrector.text import is_cjk
+from corrector.text.chars import is_cjk
 
 SOURCES = Path(__file__).with_name("sources.toml")
 GITHUB = "https://github.com"
@@ -218,7 +218,7 @@ def clean(line: str) -> str:
 
 def keep_text(line: str) -> bool:
     """At least MIN_CJK CJK characters, not traditional-dominant, not Japanese or Korean."""
-    from corrector.script import traditional_only
+    from corrector.text.script import traditional_only
 
     cjk = [c for c in line if is_cjk(c)]
     if len(cjk) < MIN_CJK:

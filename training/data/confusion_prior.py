@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.candidates import CandidateTable
-from corrector.tokenize import read_vocab_list
+from corrector.evidence.candidates import CandidateTable
+from corrector.text.tokenize import read_vocab_list
 
 PRIOR = 3.0  # pseudo-observations shared by the similar characters of each intended one
 SOUND = 1.0  # same sound ...

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corrector.similarity import SimilarityTables, pinyin_similarity
-from corrector.text import _CJK_RANGES, is_cjk
+from corrector.evidence.similarity import SimilarityTables, pinyin_similarity
+from corrector.text.chars import _CJK_RANGES, is_cjk
 
 KINDS = ("word", "sound", "shape", "random", "prior", "lm", "function")
 # function: the slips between function words and their homophones that native writers make whatever they
@@ -430,7 +430,7 @@ def lm_scorer(path: Path) -> Callable[[list[str]], Sequence[float]]:
     """Texts -> their character LM log-probabilities, all windows of a call in one vectorised lookup."""
     import numpy as np
 
-    from corrector.char_lm import CharLM
+    from corrector.evidence.char_lm import CharLM
 
     lm = CharLM.load(path)
 

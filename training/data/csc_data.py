@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.tokenize import build_tokenizer, encode_batch, read_vocab
+from corrector.text.tokenize import build_tokenizer, encode_batch, read_vocab
 
 
 def read_pairs(path: Path, limit: int = 0) -> list[tuple[str, str]]:

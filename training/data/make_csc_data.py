@@ -42,9 +42,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from corrector.similarity import SimilarityTables
-from corrector.text import is_cjk
-from corrector.tokenize import read_vocab_list
+from corrector.evidence.similarity import SimilarityTables
+from corrector.text.chars import is_cjk
+from corrector.text.tokenize import read_vocab_list
 
 # The error kinds and the Corrupter live in .corruption; these names are imported from here too.
 from .corruption import (
@@ -469,7 +469,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"homophone index: {len(homophones):,} words in {time.perf_counter() - t0:.1f}s")
     prior = None
     if args.prior_candidates is not None:
-        from corrector.candidates import CandidateTable
+        from corrector.evidence.candidates import CandidateTable
 
         from .confusion_prior import prior_weights
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from corrector.text import chunk_spans, cjk_count, is_cjk, split_sentences
-from corrector.tokenize import SPECIAL_IDS, VOCAB_SIZE, build_tokenizer, read_vocab_list
+from corrector.text.chars import chunk_spans, cjk_count, is_cjk, split_sentences
+from corrector.text.tokenize import SPECIAL_IDS, VOCAB_SIZE, build_tokenizer, read_vocab_list
 
 from .wordpiece import pieces, word_counts
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.tokenize import SPECIAL_IDS, read_vocab_list
+from corrector.text.tokenize import SPECIAL_IDS, read_vocab_list
 
 
 class TokenWindows:

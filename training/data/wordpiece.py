@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Iterator, Sequence
 
-from corrector.text import is_cjk
+from corrector.text.chars import is_cjk
 
 PREFIX = "##"
 

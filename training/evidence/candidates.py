@@ -12,7 +12,7 @@ their readings. The confusion prior counts (written → intended) character pair
 pairs (``training.data.splits.train_pairs``: never the dev split or a test set).
 
 Output: ``candidates.npz`` (CSR lists per source character: candidate, pinyin, shape, count) and
-``candidates.json`` (the fitted tables and the parameters), read by ``corrector.candidates``; with the corpus in
+``candidates.json`` (the fitted tables and the parameters), read by ``corrector.evidence.candidates``; with the corpus in
 --data also ``names.npz`` (``training.evidence.foreign_names``). ``--folds K`` writes K such tables instead, each counted
 without one fold of the training pairs (cross-fitting, ``training.fitting.crossfit``).
 """
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.candidates import CANDIDATES_JSON, CANDIDATES_NPZ
-from corrector.foreign_names import NAMES_NPZ
-from corrector.kept_forms import BIGRAMS_NPZ, WORDS_NPZ
-from corrector.similarity import SimilarityTables, fuzzy_variants, split_reading, split_syllable
+from corrector.evidence.candidates import CANDIDATES_JSON, CANDIDATES_NPZ
+from corrector.evidence.foreign_names import NAMES_NPZ
+from corrector.evidence.kept_forms import BIGRAMS_NPZ, WORDS_NPZ
+from corrector.evidence.similarity import SimilarityTables, fuzzy_variants, split_reading, split_syllable
 
 from ..data.prepare import corpus_files, read_lines
 from ..data.splits import text_folds, train_pair_files, train_pairs

@@ -1,4 +1,4 @@
-"""Estimate a character n-gram LM from the corpus and write it in the format ``corrector.char_lm`` reads.
+"""Estimate a character n-gram LM from the corpus and write it in the format ``corrector.evidence.char_lm`` reads.
 
     python -m training.evidence.char_lm --corpus ../shared/data/corpus --out DIR [--order 5] [--smoothing kn|sb]
         [--prune 0,0,5,8,10] [--vocab-size 7128] [--quant 8] [--holdout-every 200]
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.char_lm import BOS, N_SPECIALS, UNK, CharLM, key_offsets
+from corrector.evidence.char_lm import BOS, N_SPECIALS, UNK, CharLM, key_offsets
 
 # Counting and estimation live in char_lm_estimate, the on-disk format and held-out scoring in char_lm_table;
 # Tables, UNIGRAM_BOS_LOGPROB, kn_discounts and write_model are imported from here too.

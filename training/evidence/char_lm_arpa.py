@@ -18,7 +18,7 @@ from typing import IO
 
 import numpy as np
 
-from corrector.char_lm import BOS, N_SPECIALS, SPECIALS, UNK, CharLM, key_offsets, token_name
+from corrector.evidence.char_lm import BOS, N_SPECIALS, SPECIALS, UNK, CharLM, key_offsets, token_name
 
 LN10 = math.log(10.0)
 ARPA_BOS_LOG10 = -99.0

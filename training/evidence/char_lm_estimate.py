@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.char_lm import BOS, EOS, N_SPECIALS, UNK
+from corrector.evidence.char_lm import BOS, EOS, N_SPECIALS, UNK
 
 SB_ALPHA = 0.4
 UNIGRAM_BOS_LOGPROB = -99.0

@@ -1,4 +1,4 @@
-"""The estimated tables in the format ``corrector.char_lm`` reads (a hashed table of packed keys with stored
+"""The estimated tables in the format ``corrector.evidence.char_lm`` reads (a hashed table of packed keys with stored
 hash bits and, with ``quant``, uint8 codes into per-order codebooks), and held-out scoring of the model read
 back: the perplexity and a normalised sample. ``training.evidence.char_lm`` builds the tables and calls these.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.char_lm import (
+from corrector.evidence.char_lm import (
     BLOCK_BITS,
     BOS,
     FORMAT,

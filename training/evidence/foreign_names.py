@@ -1,5 +1,5 @@
 """How often each character is written inside a foreign name: the corpus's own count, for the decoder's
-``protect_foreign_names`` (``corrector/foreign_names.py``).
+``protect_foreign_names`` (``corrector/evidence/foreign_names.py``).
 
 Mainland and Taiwan text write foreign names with a middle dot between their parts (唐纳德·特朗普, 巴沙尔·阿萨德).
 Every maximal run of Han characters joined by such dots is taken as a name; its outer parts are cut to the

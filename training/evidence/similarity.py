@@ -1,4 +1,4 @@
-"""Build the pinyin and glyph-shape similarity tables read by ``corrector.similarity``.
+"""Build the pinyin and glyph-shape similarity tables read by ``corrector.evidence.similarity``.
 
     python -m training.evidence.similarity --vocab runs/data/vocab.txt --char-freq runs/data/char_freq.tsv \\
         --out runs/similarity [--font FONT] [--confusion-npy runs/similarity/confusions.npy] [--top-k 30]
@@ -35,8 +35,8 @@ import numpy as np
 from pypinyin import Style, pinyin
 from pypinyin.phrases_dict import phrases_dict
 
-from corrector.similarity import PINYIN_FILE, SAME_SYLLABLE, SHAPE_FILE, SimilarityTables
-from corrector.text import is_cjk
+from corrector.evidence.similarity import PINYIN_FILE, SAME_SYLLABLE, SHAPE_FILE, SimilarityTables
+from corrector.text.chars import is_cjk
 
 # The glyph-shape half (fonts, glyphs, decompositions, the shape table) lives in .shapes.
 from .shapes import (

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from corrector import Corrector
-from corrector.runtime import Device
+from corrector.runtime.sessions import Device
 
 from ..data.splits import Pair, split_by_fold, text_folds
 

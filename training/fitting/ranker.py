@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from corrector import Corrector
+from corrector.evidence.kept_forms import WORD_WINDOWS, kept_word_value
 from corrector.features import CHEAP, COL, FEATURES, RATE_A, RATE_B
-from corrector.kept_forms import WORD_WINDOWS, kept_word_value
 from corrector.rank import IDENTITY, RankerWeights, Scorer
 from corrector.stages import Chunk, assemble
 

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-from corrector.tokenize import SPECIAL_IDS
+from corrector.text.tokenize import SPECIAL_IDS
 
 from ..data.csc_data import EncodedPairs, collate, encode_pairs, read_pairs
 from . import loop

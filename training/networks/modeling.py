@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
-from corrector.tokenize import VOCAB_SIZE
+from corrector.text.tokenize import VOCAB_SIZE
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from corrector.tokenize import SPECIAL_IDS, read_vocab_list
+from corrector.text.tokenize import SPECIAL_IDS, read_vocab_list
 
 from ..data.shards import TokenWindows, load_meta, load_vocab_list
 from . import loop

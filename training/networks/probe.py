@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-from corrector.tokenize import MASK, SPECIAL_IDS, build_tokenizer, encode_batch
+from corrector.text.tokenize import MASK, SPECIAL_IDS, build_tokenizer, encode_batch
 
 from ..data.location import default_data
 from ..data.splits import dev_pairs

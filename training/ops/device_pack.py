@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.tokenize import SPECIAL_IDS
+from corrector.text.tokenize import SPECIAL_IDS
 
 MIB = 1 << 20
 RETURN_FILE_LIMIT = 16 * MIB  # the largest file copied back

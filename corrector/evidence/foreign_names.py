@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .types import CorrectorError
+from corrector.types import CorrectorError
 
 NAMES_NPZ = "names.npz"  # optional: per character, how often the corpus writes it inside dot-joined foreign names
 NAME_SHRINK = 20.0  # share = in_names / (total + NAME_SHRINK): a rare character's share is shrunk (seen twice, both in names: 0.09)

@@ -3,8 +3,8 @@
 For every source character: the characters it may have been typed for (graded pinyin similarity
 above a floor, shape neighbours, and every pair seen in real training errors), each with its graded
 pinyin similarity, shape similarity and how often real errors wrote the source for it. The same folder holds
-the word forms the real pairs keep (``corrector.kept_forms.PairCounts``) and the foreign names' characters
-(``corrector.foreign_names.load_name_shares``): each read by its own loader.
+the word forms the real pairs keep (``corrector.evidence.kept_forms.PairCounts``) and the foreign names' characters
+(``corrector.evidence.foreign_names.load_name_shares``): each read by its own loader.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .types import CorrectorError
+from corrector.types import CorrectorError
 
 CANDIDATES_NPZ = "candidates.npz"
 CANDIDATES_JSON = "candidates.json"

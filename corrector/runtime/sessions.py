@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from .types import CorrectorError
+from corrector.types import CorrectorError
 
 Device = Literal["auto", "cpu", "cuda"]
 log = logging.getLogger(__name__)

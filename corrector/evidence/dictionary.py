@@ -3,12 +3,12 @@
 The ``word`` and ``pair`` features (corrector/features.py) look up jieba's two- and three-character words. Reading
 jieba's dictionary takes about a second (a prefix dictionary of half a million entries), so a bundle carries the
 words the features need as vocabulary-id keys with their counts: ``dictionary/words.npz``, read in milliseconds
-(:func:`write_word_table`; ``python -m corrector.dictionary BUNDLE`` adds it to a bundle). A bundle without it reads
+(:func:`write_word_table`; ``python -m corrector.evidence.dictionary BUNDLE`` adds it to a bundle). A bundle without it reads
 jieba at first use: the same table from the same dictionary.
 
 jieba caches its prefix dictionary with ``marshal`` under one fixed name in the system's temporary directory, where
 another user of the machine could plant a file. :func:`tokenizer` caches in this user's private cache directory
-(corrector/user_cache.py), or in a private temporary directory removed at once when there is none.
+(corrector/runtime/user_cache.py), or in a private temporary directory removed at once when there is none.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from .bundle import WORDS
-from .kept_forms import CharIds, word_key
-from .types import CorrectorError
-from .user_cache import private_dir
+from corrector.bundle import WORDS
+from corrector.evidence.kept_forms import CharIds, word_key
+from corrector.runtime.user_cache import private_dir
+from corrector.types import CorrectorError
 
 LENGTHS = (2, 3)  # the word lengths the features look up
 
@@ -119,7 +119,7 @@ class WordTable:
 def write_word_table(root: Path, vocab_path: Path, vocab_sha256: str) -> Path:
     """Write ``root/dictionary/words.npz`` from jieba's dictionary for the vocabulary at ``vocab_path`` (whose sha256
     the manifest records); returns its path. A bundle's writer calls it before it lists the bundle's files."""
-    from .tokenize import read_vocab_list
+    from corrector.text.tokenize import read_vocab_list
 
     vocab = read_vocab_list(vocab_path)
     char_id = {t: i for i, t in enumerate(vocab) if len(t) == 1}
@@ -129,11 +129,11 @@ def write_word_table(root: Path, vocab_path: Path, vocab_sha256: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m corrector.dictionary",
+    ap = argparse.ArgumentParser(prog="python -m corrector.evidence.dictionary",
                                  description=f"Write {WORDS} (jieba's words as the decoder reads them) into a bundle.")
     ap.add_argument("bundle", type=Path, help="model bundle directory")
     args = ap.parse_args(argv)
-    from .bundle import Bundle
+    from corrector.bundle import Bundle
 
     b = Bundle.load(args.bundle)
     print(write_word_table(b.path, b.vocab_path, b.manifest.vocab_sha256))  # noqa: T201

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .lookup import lookup_sorted
-from .types import CorrectorError
+from corrector.evidence.lookup import lookup_sorted
+from corrector.types import CorrectorError
 
 BIGRAMS_NPZ = "bigrams.npz"  # optional: the bigrams written correctly in the real training pairs, with counts
 WORDS_NPZ = "words.npz"  # optional: the words kept as written and the words changed in the real training pairs

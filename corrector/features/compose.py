@@ -12,16 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..candidates import CandidateTable
-from ..dictionary import WordTable
-from ..kept_forms import CharIds, KeptForms, PairCounts
-from ..similarity import SimilarityTables
-from .columns import COL, FEATURES
-from .gather import CandidateFeatures
-from .kept import KeptFeatures
-from .lm import LMFeatures, _vocab_lm_ids
-from .sites import Rows, Sites, WordPairs
-from .words import WordFeatures
+from corrector.evidence.candidates import CandidateTable
+from corrector.evidence.dictionary import WordTable
+from corrector.evidence.kept_forms import CharIds, KeptForms, PairCounts
+from corrector.evidence.similarity import SimilarityTables
+from corrector.features.columns import COL, FEATURES
+from corrector.features.gather import CandidateFeatures
+from corrector.features.kept import KeptFeatures
+from corrector.features.lm import LMFeatures, _vocab_lm_ids
+from corrector.features.sites import Rows, Sites, WordPairs
+from corrector.features.words import WordFeatures
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,9 @@ class Evidence(CandidateFeatures, WordFeatures, KeptFeatures, LMFeatures):
 
     def __init__(self, vocab: Sequence[str], candidates: CandidateTable, tables: SimilarityTables, lm=None,
                  words: WordTable | None = None, counts: PairCounts | None = None):
-        """``words``: jieba's words as the bundle stores them (``corrector.dictionary``); None: read from jieba
+        """``words``: jieba's words as the bundle stores them (``corrector.evidence.dictionary``); None: read from jieba
         at first use. ``counts``: the word forms the real training pairs keep (None: none)."""
-        from ..text import is_cjk
+        from corrector.text.chars import is_cjk
 
         self.vocab = list(vocab)
         self.char_id = {t: i for i, t in enumerate(self.vocab) if len(t) == 1}

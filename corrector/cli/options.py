@@ -7,8 +7,8 @@ import argparse
 import json
 import re
 
-from .bundle import PRECISIONS
-from .model_path import ENV_MODEL
+from corrector.bundle import PRECISIONS
+from corrector.model_path import ENV_MODEL
 
 LOAD_ARGS = ("path", "device", "precision", "threads", "lm")  # Corrector.load's own arguments, not settings for --set
 
@@ -58,8 +58,8 @@ def model_args(ap: argparse.ArgumentParser) -> None:
 
 def decoding_settings(args: argparse.Namespace) -> dict:
     """``Corrector.load`` settings from the options added by :func:`decoding_args` (and ``--batch-size``)."""
-    from .config import parse_confusions
-    from .guards import read_word_file
+    from corrector.config import parse_confusions
+    from corrector.guards import read_word_file
 
     settings: dict = {}
     protect = [w.strip() for arg in args.protect for w in re.split("[,，]", arg) if w.strip()]

@@ -23,8 +23,8 @@ import threading
 from dataclasses import dataclass
 from typing import Protocol
 
-from .text import is_cjk
-from .types import CorrectorError, Edit
+from corrector.text.chars import is_cjk
+from corrector.types import CorrectorError, Edit
 
 
 class _Converter(Protocol):

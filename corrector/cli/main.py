@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from .cli_options import CliError, decoding_args, decoding_settings, model_args, read_text
-from .text import is_cjk
-from .types import EXPLAIN_COLUMNS, CorrectorError
+from corrector.cli.options import CliError, decoding_args, decoding_settings, model_args, read_text
+from corrector.text.chars import is_cjk
+from corrector.types import EXPLAIN_COLUMNS, CorrectorError
 
 BATCH_LINES = 256
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
             raise CliError("'export' moved to the training package: "
                            "python -m training.bundle.export --hf DISC_DIR GEN_DIR --out OUT_DIR (needs the 'train' extra)")
         elif argv and argv[0] == "batch":
-            from .batch.command import run_batch
+            from corrector.batch.command import run_batch
 
             code = run_batch(argv[1:])
         elif argv and argv[0] == "settings":
@@ -116,7 +116,7 @@ def run_serve(argv: list[str]) -> int:
     """The HTTP service: installed as corrector.service; in a checkout that is not installed, its service/."""
     import importlib
 
-    from .model_path import missing_extra
+    from corrector.model_path import missing_extra
 
     try:
         try:
@@ -138,7 +138,7 @@ def run_correct(argv: list[str]) -> int:
     if args.text is None and args.input is None and sys.stdin.isatty():
         raise CliError("no text to correct: python -m corrector TEXT, --input FILE, or lines on stdin "
                        "(a pipe, or '-' to type them)")
-    from .corrector import Corrector
+    from corrector.corrector import Corrector
 
     fixer = Corrector.load(args.model, device=args.device, precision=args.precision, lm=args.lm,
                            **decoding_settings(args))
@@ -168,9 +168,9 @@ def run_settings(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m corrector settings", description=run_settings.__doc__)
     model_args(ap)
     args = ap.parse_args(argv)
-    from .bundle import MANIFEST, RANKER
-    from .config import in_force, settings_table
-    from .model_path import default_model_path
+    from corrector.bundle import MANIFEST, RANKER
+    from corrector.config import in_force, settings_table
+    from corrector.model_path import default_model_path
 
     root = Path(args.model) if args.model else default_model_path()
     try:
@@ -258,9 +258,9 @@ def run_similar(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if len(args.char) != 1 or not is_cjk(args.char):
         raise CliError(f"expected one Chinese character, got {args.char!r}")
-    from .bundle import SIMILARITY_DIR, Bundle
-    from .model_path import default_model_path
-    from .similarity import SimilarityTables
+    from corrector.bundle import SIMILARITY_DIR, Bundle
+    from corrector.evidence.similarity import SimilarityTables
+    from corrector.model_path import default_model_path
 
     root = Path(args.model) if args.model else default_model_path()
     tables = SimilarityTables.load(Bundle.load(root).file(SIMILARITY_DIR))

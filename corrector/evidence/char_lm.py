@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .char_lm_vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, UNK, token_name
-from .types import CorrectorError
+from corrector.evidence.char_lm_vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, UNK, token_name
+from corrector.types import CorrectorError
 
 __all__ = ["BOS", "EOS", "N_SPECIALS", "PAD", "SPECIALS", "UNK", "CharLM", "key_offsets", "token_name"]
 
@@ -133,7 +133,7 @@ class CharLM:
     def load(cls, path: str | Path, mmap: bool = True) -> CharLM:
         p = Path(path)
         if p.suffix in (".arpa", ".klm", ".bin") or p.name.endswith(".arpa.gz"):
-            from .char_lm_kenlm import KenLMCharLM
+            from corrector.evidence.char_lm_kenlm import KenLMCharLM
 
             return KenLMCharLM.load(p)  # type: ignore[return-value]
         meta_path = p / "meta.json"

@@ -1,5 +1,5 @@
 """The character LM's special tokens and how a character is written in ARPA files: shared by the LM's own format
-(``corrector/char_lm.py``) and the KenLM reader (``corrector/char_lm_kenlm.py``)."""
+(``corrector/evidence/char_lm.py``) and the KenLM reader (``corrector/evidence/char_lm_kenlm.py``)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .char_lm_vocab import BOS, EOS, N_SPECIALS, PAD, UNK, token_name
-from .types import CorrectorError
+from corrector.evidence.char_lm_vocab import BOS, EOS, N_SPECIALS, PAD, UNK, token_name
+from corrector.types import CorrectorError
 
 LN10 = math.log(10.0)
 

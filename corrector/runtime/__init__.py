@@ -1,0 +1,1 @@
+"""Running the networks: ONNX Runtime sessions (CPU or CUDA) and the user's private cache directory."""
