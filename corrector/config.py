@@ -8,6 +8,7 @@ A bundle's manifest carries tuned defaults (``corrector_defaults``); callers ove
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -62,7 +63,7 @@ class CorrectorConfig:
         unknown = set(kw) - set(KINDS)
         if unknown:
             raise ValueError(f"unknown corrector setting(s): {', '.join(sorted(unknown))}")
-        clean = {k: _coerce(k, v) for k, v in kw.items() if v is not None}
+        clean = {k: check(k, v) for k, v in kw.items() if v is not None}
         return replace(self, **clean) if clean else self
 
     def to_dict(self) -> dict:
@@ -99,8 +100,9 @@ def request_settings() -> list[str]:
     return [name for name, f in SETTINGS.items() if f.metadata["who"] == REQUEST]
 
 
-def _coerce(name: str, value: Any) -> Any:
-    """Check a setting's type and bounds; ints pass as floats, a whole float as an int, nothing else converts."""
+def check(name: str, value: Any) -> Any:
+    """``value`` as setting ``name`` holds it, its type and bounds checked (ValueError naming the setting): ints pass
+    as floats, a whole float as an int, nothing else converts; ``protect`` takes one word or a list of them."""
     if name == "protect":
         if isinstance(value, str):
             return (value,)  # one word, not its characters
@@ -145,14 +147,26 @@ RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity
                               "protect_kept_words"})
 
 
-def in_force(bundle_defaults: dict[str, Any], ranker_shortlist: Any, load: dict[str, Any]) -> CorrectorConfig:
-    """The settings a Corrector runs with, in this order: the declarations above, the bundle's tuned defaults (those
-    the decoder retired ignored), the shortlist its ranker was chosen with where the bundle names none, the load's
-    settings. A call's settings apply on top of these (``Corrector.prepare``). ValueError names a bad one."""
-    tuned = {k: v for k, v in bundle_defaults.items() if k not in RETIRED_SETTINGS}
-    if "shortlist" not in tuned and ranker_shortlist is not None:
-        tuned["shortlist"] = int(ranker_shortlist)
-    return CorrectorConfig.from_dict({**tuned, **load})
+def in_force(bundle_defaults: Mapping[str, Any] | None = None, ranker_shortlist: Any = None,
+             load: Mapping[str, Any] | None = None, call: Mapping[str, Any] | None = None, *,
+             loaded: CorrectorConfig | None = None) -> CorrectorConfig:
+    """The settings in force, the one place they are worked out (``Corrector.load`` and each of its calls, the CLI's
+    ``settings`` list, the service's start-up check and its cost of a request), in this order: the declarations
+    above; the bundle's tuned defaults (those the decoder retired ignored); the shortlist size its ranker was chosen
+    with where the bundle names none; the load's settings; the call's (a call's ``protect`` words add to the
+    others'). ``loaded``: the first four already applied (a Corrector's ``config``), so only ``call`` is. A None
+    value leaves a setting as it is; ValueError names a bad one."""
+    if loaded is None:
+        tuned = {k: v for k, v in (bundle_defaults or {}).items() if k not in RETIRED_SETTINGS}
+        if "shortlist" not in tuned and ranker_shortlist is not None:
+            tuned["shortlist"] = int(ranker_shortlist)
+        loaded = CorrectorConfig().with_overrides(**{**tuned, **(load or {})})
+    elif bundle_defaults or ranker_shortlist is not None or load:
+        raise TypeError("in_force: 'loaded' stands for the bundle's and the load's settings; pass one or the other")
+    cfg = loaded.with_overrides(**(call or {}))
+    if call and call.get("protect") is not None:
+        cfg = replace(cfg, protect=(*loaded.protect, *cfg.protect))
+    return cfg
 
 
 def settings_table(in_force: dict[str, Any] | None = None) -> str:

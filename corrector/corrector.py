@@ -11,7 +11,6 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -85,7 +84,7 @@ class Corrector:
             except (OSError, ValueError, KeyError, TypeError) as e:
                 raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
         try:  # a bad setting fails before anything heavy loads
-            config = in_force(bundle.corrector_defaults, ranker.meta.get("shortlist"), settings)
+            config = in_force(bundle.corrector_defaults, ranker.meta.get("shortlist"), load=settings)
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
         prepare_converters()  # OpenCC's dictionaries load on another thread meanwhile
@@ -283,7 +282,8 @@ class Corrector:
         use_lm = cfg.use_lm and self.has_lm
         want = self.ranker.scorer.weighs("pair") if word_pairs is None else word_pairs
         pairs = self.evidence.word_pairs(sites) if use_lm and want else None
-        short = self.evidence.shortlist(sites, self.ranker.shortlist, cfg.shortlist, cfg.top_k, custom, pairs)
+        short = self.evidence.shortlist(sites, weights=self.ranker.shortlist, size=cfg.shortlist, top_k=cfg.top_k,
+                                        custom=custom, pairs=pairs)
         texts = [c.text for c in batch]
         lm_ids = self.evidence.lm_ids(texts) if use_lm else None
         rows = self.evidence.rows(sites, texts, short, lm_ids, pairs)
@@ -308,11 +308,9 @@ class Corrector:
             if not isinstance(t, str):
                 raise CorrectorError(f"texts must be strings, got {type(t).__name__}")
         try:
-            cfg = self.config.with_overrides(**settings)
+            cfg = in_force(call=settings, loaded=self.config)
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
-        if settings.get("protect") is not None:  # a call's words add to the configured ones
-            cfg = replace(cfg, protect=(*self.config.protect, *cfg.protect))
         if cfg.threshold is not None:
             top = self.ranker.pick(cfg.use_lm and self.has_lm).calibration[1][-1]
             if cfg.threshold > top:
