@@ -340,3 +340,44 @@ def test_clean_hard_share_draws_the_clean_pairs_from_hard_sentences(data, tables
     assert n_hard == 80 and 120 <= n_clean <= 125  # every hard pair is clean; the share of clean pairs holds
     n_hard, _ = hard_clean_pairs()
     assert n_hard < 50  # at random: about 24
+
+
+def test_fuzzy_pinyin_folds_the_pairs_an_ime_setting_merges():
+    from training.data.homophones import fuzzy_syllable
+
+    assert [fuzzy_syllable(s) for s in ("zhang", "chi", "shi", "lan", "ling", "meng", "nian", "ba")] == \
+        ["zan", "ci", "si", "nan", "nin", "men", "nian", "ba"]
+
+
+def test_the_fuzzy_index_offers_only_what_the_fuzzy_setting_adds(tables):
+    """三年 (san nian) and 上年 (shang nian) sound alike only to a fuzzy-pinyin IME; 权力 is 权利's plain
+    homophone, so the fuzzy index leaves it to the word kind."""
+    words = {"三年": 300, "上年": 80, "权利": 7829, "权力": 14581}
+    fuzzy = HomophoneIndex(words, fuzzy=True)
+    assert fuzzy.homophones("三年") == [("上年", 80)] and fuzzy.homophones("权利") == []
+    assert HomophoneIndex(words).homophones("三年") == []
+
+    config = CorruptionConfig(mix=parse_mix("fuzzy=1"))
+    pairs = lambda s: [(i, s[i:i + 2]) for i in range(len(s) - 1)]  # noqa: E731
+    corrupter = Corrupter(tables, _vocab(), random.Random(0), config=config, fuzzy=fuzzy, segment=pairs)
+    assert corrupter.corrupt("我在北京和上海都住过三年。", n_errors=1)[::2] == ("我在北京和上海都住过上年。", ["fuzzy"])
+    with pytest.raises(ValueError, match="no error kind"):  # the kind needs its index
+        Corrupter(tables, _vocab(), random.Random(0), config=config)
+
+
+def test_lm_worse_keeps_only_the_errors_the_lm_finds_worse(tables):
+    """CSCD-IME's filter: an error the LM reads as well as (or better than) the sentence is not made; the kind
+    gives way and the sentence may stay clean."""
+    prior = {"已": {"己": 1.0, "再": 1.0}}
+    table = {"他已经走了": 0.0, "他己经走了": -2.0, "他再经走了": 0.5}
+    lm_score = lambda texts: [table[t] for t in texts]  # noqa: E731
+    made = []
+    for worse in (False, True):
+        config = CorruptionConfig(mix=parse_mix("prior=1"), lm_worse=worse)
+        corrupter = Corrupter(tables, _vocab(), random.Random(0), config=config, prior=prior, lm_score=lm_score)
+        made.append({corrupter.corrupt("他已经走了", n_errors=1)[0] for _ in range(40)})
+        assert (corrupter.lm_rejected["prior"] > 0) == worse  # counted for the summary
+    assert made[0] == {"他己经走了", "他再经走了"}
+    assert made[1] == {"他己经走了", "他已经走了"}  # 再 is never written; those sentences stay as they were
+    with pytest.raises(ValueError, match="lm_worse needs an LM"):
+        Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(lm_worse=True))

@@ -1,11 +1,13 @@
-"""The synthetic errors of ``training.data.make_csc_data``: the error kinds and their mix, the homophone words an
-IME offers instead of a typed one (``HomophoneIndex``), and the ``Corrupter`` that draws each kind into clean
-sentences (the kinds are described in make_csc_data's docstring). ``lm_scorer`` scores texts for the ``lm`` kind.
+"""The synthetic errors of ``training.data.make_csc_data``: the error kinds and their mix, and the ``Corrupter`` that
+draws each kind into clean sentences (the kinds are described in make_csc_data's docstring; the words an IME offers
+instead of a typed one come from ``training.data.homophones``). ``lm_scorer`` scores texts for the ``lm`` kind and
+for ``lm_worse``, which keeps an error only when the LM finds the sentence worse with it.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import logging
 import random
@@ -16,8 +18,11 @@ from pathlib import Path
 
 from corrector.evidence.similarity import SimilarityTables, pinyin_similarity
 from corrector.text.chars import _CJK_RANGES, is_cjk
+from training.data.homophones import HomophoneIndex
 
-KINDS = ("word", "sound", "shape", "random", "prior", "lm", "function")
+KINDS = ("word", "fuzzy", "sound", "shape", "random", "prior", "lm", "function")
+# fuzzy: a whole word an IME with fuzzy pinyin offers (z/zh, c/ch, s/sh, n/l, an/ang, en/eng, in/ing), beyond the
+# plain homophones of "word"
 # function: the slips between function words and their homophones that native writers make whatever they
 # write about (的/地/得, 在/再, 做/作, 象/像, 已/以, ...): each character with what it is written as instead,
 # weighted by how often (a rough order from mainland proofreading guides; both directions occur)
@@ -63,105 +68,6 @@ def parse_counts(text: str) -> tuple[float, ...]:
     return tuple(p / sum(probs) for p in probs)
 
 
-# ---------------------------------------------------------------------------------------------- homophones
-
-
-def jieba_dictionary(path: Path | None = None) -> dict[str, int]:
-    """word → frequency from a jieba-format dictionary (``word freq [tag]`` per line); jieba's own by default."""
-    if path is None:
-        import jieba
-
-        path = Path(jieba.__file__).parent / "dict.txt"
-    words: dict[str, int] = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 2 and parts[1].isdigit():
-                words.setdefault(parts[0], int(parts[1]))
-    return words
-
-
-class HomophoneIndex:
-    """Dictionary words grouped by toneless pinyin, to draw the word an IME would offer instead.
-
-    Any word of min_len..max_len CJK characters can be looked up; only words whose characters all pass
-    ``allowed`` are offered as replacements, drawn with weight frequency ** freq_power, times
-    extra_char_weight for each differing character beyond the first (real slips mostly change one).
-    """
-
-    def __init__(
-        self,
-        words: dict[str, int],
-        allowed: Callable[[str], bool] | None = None,
-        min_len: int = 2,
-        max_len: int = 4,
-        freq_power: float = 1.0,
-        extra_char_weight: float = 0.1,
-    ) -> None:
-        from pypinyin import lazy_pinyin
-
-        self._key: dict[str, str] = {}
-        groups: dict[str, list[str]] = {}
-        for word, freq in words.items():
-            if not (min_len <= len(word) <= max_len) or not all(map(is_cjk, word)):
-                continue
-            syllables = lazy_pinyin(word)
-            if len(syllables) != len(word) or not all(s.isascii() and s.isalpha() for s in syllables):
-                continue  # a character without a reading
-            key = " ".join(syllables)
-            self._key[word] = key
-            if freq > 0 and (allowed is None or all(map(allowed, word))):
-                groups.setdefault(key, []).append(word)
-        self._groups = groups
-        self._freq = {w: words[w] for w in self._key}
-        self._power = freq_power
-        self._extra = extra_char_weight
-        self._cache: dict[str, tuple[list[str], list[float], float] | None] = {}
-
-    @classmethod
-    def from_jieba(
-        cls, allowed: Callable[[str], bool] | None = None, path: Path | None = None
-    ) -> HomophoneIndex:
-        return cls(jieba_dictionary(path), allowed)
-
-    def __len__(self) -> int:
-        return len(self._key)
-
-    def key(self, word: str) -> str | None:
-        """Toneless pinyin, syllables separated by spaces (``"jing zhi"``); None for an unknown word."""
-        return self._key.get(word)
-
-    def homophones(self, word: str) -> list[tuple[str, int]]:
-        """Other usable words that sound like ``word`` (tones aside), most frequent first."""
-        group = self._groups.get(self._key.get(word, ""), [])
-        return sorted(((w, self._freq[w]) for w in group if w != word), key=lambda wf: (-wf[1], wf[0]))
-
-    def _choices(self, word: str) -> tuple[list[str], list[float], float] | None:
-        if word not in self._cache:
-            others = [w for w in self._groups.get(self._key.get(word, ""), []) if w != word]
-            if others:
-                weights = [
-                    self._freq[w] ** self._power
-                    * self._extra ** (sum(a != b for a, b in zip(w, word, strict=True)) - 1)
-                    for w in others
-                ]
-                rival = sum(self._freq[w] for w in others)
-                self._cache[word] = (others, cum_weights(weights), rival / (rival + self._freq.get(word, 0)))
-            else:
-                self._cache[word] = None
-        return self._cache[word]
-
-    def confusability(self, word: str) -> float:
-        """How likely an IME offers a rival first: the rivals' share of the frequency of this pinyin
-        (权利 0.67, 精致 0.76, 没有 0.002); 0 for a word without homophones."""
-        choices = self._choices(word)
-        return choices[2] if choices else 0.0
-
-    def sample(self, word: str, rng: random.Random) -> str | None:
-        choices = self._choices(word)
-        return rng.choices(choices[0], cum_weights=choices[1])[0] if choices else None
-
-
 # ---------------------------------------------------------------------------------------------- corruption
 
 
@@ -181,6 +87,7 @@ class CorruptionConfig:
     lm_candidates: int = 8  # "lm": draws scored by the LM at each tried position ...
     lm_positions: int = 4  # ... at up to this many positions of the sentence
     lm_margin: float = 2.0  # "lm": the kept draw costs the sentence at most this many nats of LM log-probability
+    lm_worse: bool = False  # keep an error only when it lowers the sentence's LM log-probability (CSCD-IME's filter)
 
 
 def writable_chars(vocab: Iterable[str], tables: SimilarityTables, min_freq: int = 1) -> frozenset[str]:
@@ -209,20 +116,26 @@ class Corrupter:
         segment: Callable[[str], list[tuple[int, str]]] | None = None,
         prior: dict[str, dict[str, float]] | None = None,
         lm_score: Callable[[list[str]], Sequence[float]] | None = None,
+        fuzzy: HomophoneIndex | None = None,
     ) -> None:
         self.tables = tables
         self.lm_score = lm_score  # texts -> their LM log-probabilities (the "lm" kind)
         self.rng = rng
         self.homophones = homophones
+        self.fuzzy = fuzzy  # the fuzzy-pinyin index (HomophoneIndex(fuzzy=True)) of the "fuzzy" kind
+        self.lm_rejected: collections.Counter[str] = collections.Counter()  # errors lm_worse undid, by kind
         self.config = cfg = config or CorruptionConfig()
         self.vocab_chars = frozenset(t for t in vocab if is_cjk(t))
         self._segment = segment
         self.prior = prior or {}
         self._kinds = [k for k in KINDS if cfg.mix.get(k, 0) > 0 and (k != "word" or homophones is not None)
+                       and (k != "fuzzy" or fuzzy is not None)
                        and (k != "prior" or self.prior) and (k != "lm" or lm_score is not None)]
         if not self._kinds:
             raise ValueError("no error kind is usable (a word-only mix needs a HomophoneIndex, a prior-only mix "
                              "a prior)")
+        if cfg.lm_worse and lm_score is None:
+            raise ValueError("lm_worse needs an LM (lm_score)")
         self._kind_cw = cum_weights(cfg.mix[k] for k in self._kinds)
         self._count_cw = cum_weights(cfg.error_counts)
         self.writable = writable_chars(self.vocab_chars, tables, cfg.min_char_freq)
@@ -341,24 +254,30 @@ class Corrupter:
         touched[i] = True
         return [i]
 
-    def _word_error(self, spans: list[tuple[int, str]], chars: list[str], touched: list[bool]) -> list[int]:
-        assert self.homophones is not None
+    def _word_error(self, index: HomophoneIndex | None, spans: list[tuple[int, str]], chars: list[str],
+                    touched: list[bool]) -> list[int]:
+        assert index is not None
         candidates, weights = [], []
         for start, word in spans:
             if not any(touched[start : start + len(word)]) and all(map(self._editable, word)):
-                c = self.homophones.confusability(word)
+                c = index.confusability(word)
                 if c > 0:
                     candidates.append((start, word))
                     weights.append(c)
         if not candidates:
             return []
         start, word = self.rng.choices(candidates, weights)[0]
-        new = self.homophones.sample(word, self.rng)
+        new = index.sample(word, self.rng)
         if new is None or len(new) != len(word):
             return []
         chars[start : start + len(word)] = new
         touched[start : start + len(word)] = [True] * len(word)  # no second error inside the swapped word
         return [start + j for j in range(len(word)) if new[j] != word[j]]
+
+    def _lm_finds_worse(self, before: list[str], after: list[str]) -> bool:
+        assert self.lm_score is not None
+        old, new = self.lm_score(["".join(before), "".join(after)])
+        return new < old
 
     def n_errors(self, sentence: str) -> int:
         """How many errors to make: drawn from error_counts, capped by the sentence's CJK length."""
@@ -379,14 +298,20 @@ class Corrupter:
         for _ in range(n):
             first = self.rng.choices(self._kinds, cum_weights=self._kind_cw)[0]
             for kind in [first] + [k for k in self._kinds if k != first]:
-                if kind == "word":
+                before, was_touched = chars.copy(), touched.copy()
+                if kind in ("word", "fuzzy"):
                     if spans is None:
                         spans = self._word_spans(sentence)
-                    changed = self._word_error(spans, chars, touched)
+                    changed = self._word_error(self.homophones if kind == "word" else self.fuzzy, spans, chars,
+                                               touched)
                 elif kind == "lm":
                     changed = self._lm_error(chars, touched)
                 else:
                     changed = self._char_error(kind, chars, touched)
+                if changed and self.config.lm_worse and not self._lm_finds_worse(before, chars):
+                    chars[:], touched[:] = before, was_touched  # the LM reads it as well: perhaps no error at all
+                    self.lm_rejected[kind] += 1
+                    changed = []
                 if changed:
                     errors.append((kind, changed))
                     break

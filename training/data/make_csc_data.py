@@ -11,6 +11,8 @@ seed give a byte-identical file. The synthetic errors copy how real ones happen:
 * ``word``: an IME homophone slip. A jieba word (2-4 characters) is swapped for another dictionary word
   with the same toneless pinyin, drawn by word frequency (精致 → 精制, 权利 → 权力); only the characters
   that differ become errors.
+* ``fuzzy``: the same with fuzzy pinyin, as an IME set to z/zh, c/ch, s/sh, n/l, an/ang, en/eng, in/ing offers
+  (知道 → 资道, 认真 → 仍真): only the words the fuzzy setting adds to the plain homophones.
 * ``sound``: one character swapped for a same- or similar-sounding one (pinyin similarity tables).
 * ``shape``: one character swapped for a look-alike (glyph-shape similarity tables).
 * ``random``: one character swapped for a random frequent character.
@@ -20,6 +22,9 @@ seed give a byte-identical file. The synthetic errors copy how real ones happen:
   ``lm_margin`` nats of LM log-probability. These are the errors the networks must learn to catch.
 * ``function``: a function word slipped into its homophone, as native writers do whatever the topic (的/地/得,
   在/再, 做/作, 象/像, 已/以, 那/哪, ...: ``corruption.FUNCTION_SLIPS``).
+
+With ``--lm-worse`` an error of any kind is kept only when it lowers the sentence's LM log-probability (CSCD-IME's
+filter: a swap the LM reads as well as the original may be no error at all).
 
 A share of sentences (``--clean-share``) is kept untouched so the model learns to leave correct text
 alone. Only CJK characters of the vocab are replaced, and only by CJK vocab characters seen in the corpus.
@@ -33,10 +38,9 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,33 +58,20 @@ from .corruption import (
     KINDS,
     Corrupter,
     CorruptionConfig,
-    HomophoneIndex,
     lm_scorer,
     parse_counts,
     parse_mix,
     writable_chars,
 )
-
-# The held-out real pairs (the dev split, training.data.splits) are drawn with this seed whatever --seed is: on
-# 2026-11-26 a training file made with --seed 3 held out other pairs and so trained on 774 of the dev split's 915
-# erroneous pairs.
-HOLDOUT_SEED = 1
-
-
-def split_holdout(pairs: list[tuple[str, str]], holdout: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(the held-out pairs, the rest) after the one shuffle that defines the dev split: make_dataset and
-    training.data.splits both call this, so the two cannot draw different pairs."""
-    shuffled = list(pairs)
-    random.Random(f"{HOLDOUT_SEED}/holdout").shuffle(shuffled)
-    return shuffled[:holdout], shuffled[holdout:]
-
-
-BENCHMARK_FILE = "sighan15_test.tsv"  # never train on it
-
-
-class BenchmarkFileError(ValueError):
-    """Raised for an attempt to read the benchmark as training data."""
-
+from .homophones import HomophoneIndex
+from .pair_files import (  # also imported from here
+    BENCHMARK_FILE,
+    BenchmarkFileError,
+    check_not_benchmark,
+    read_pairs,
+    split_holdout,
+    write_pairs,
+)
 
 # ---------------------------------------------------------------------------------------------- sentences
 
@@ -113,30 +104,6 @@ def sample_sentences(
     return picked, seen
 
 
-# ---------------------------------------------------------------------------------------------- real pairs
-
-
-def check_not_benchmark(path: Path) -> None:
-    if path.name == BENCHMARK_FILE:
-        raise BenchmarkFileError(
-            f"{path} is the SIGHAN 2015 test set, the evaluation benchmark: it must never be used for training"
-        )
-
-
-def read_pairs(path: Path) -> tuple[list[tuple[str, str]], int]:
-    """``source<TAB>target`` pairs of equal length, and how many lines were skipped (bad or unequal)."""
-    check_not_benchmark(path)
-    pairs, skipped = [], 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\r\n").split("\t")
-            if len(parts) == 2 and parts[0] and len(parts[0]) == len(parts[1]):
-                pairs.append((parts[0], parts[1]))
-            elif line.strip():
-                skipped += 1
-    return pairs, skipped
-
-
 # ---------------------------------------------------------------------------------------------- dataset
 
 
@@ -148,6 +115,7 @@ class Stats:
     events: collections.Counter[str] = field(default_factory=collections.Counter)  # errors made, by kind
     changed: collections.Counter[str] = field(default_factory=collections.Counter)  # characters, by kind
     error_counts: collections.Counter[int] = field(default_factory=collections.Counter)  # errors per sentence
+    lm_rejected: collections.Counter[str] = field(default_factory=collections.Counter)  # undone by --lm-worse
     eligible_sentences: int = 0
     dropped_holdout_overlap: int = 0
     real: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -225,6 +193,9 @@ def summary(stats: Stats, seconds: float) -> str:
             f"{r['held_out']:,} held out, {r['overlap']:,} dropped (same target as a held-out pair), "
             f"{r['written']:,} written"
         )
+    if stats.lm_rejected:
+        lines.append("errors undone by --lm-worse (the LM read them as well): "
+                     + ", ".join(f"{k} {v:,}" for k, v in stats.lm_rejected.items()))
     if stats.dropped_holdout_overlap:
         lines.append(
             f"synthetic pairs dropped (same target as a held-out pair): {stats.dropped_holdout_overlap:,}"
@@ -235,17 +206,6 @@ def summary(stats: Stats, seconds: float) -> str:
         f"({stats.written_clean / max(1, stats.written):.1%}) in {seconds:.1f}s"
     )
     return "\n".join(lines)
-
-
-def write_pairs(path: Path, pairs: Iterable[tuple[str, str]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for source, target in pairs:
-            assert len(source) == len(target), (source, target)
-            assert "\t" not in source + target and "\n" not in source + target, (source, target)
-            f.write(f"{source}\t{target}\n")
-    os.replace(tmp, path)
 
 
 def make_dataset(
@@ -263,6 +223,7 @@ def make_dataset(
     clean_hard_share: float = 0.0,
     config: CorruptionConfig | None = None,
     homophones: HomophoneIndex | None = None,
+    fuzzy: HomophoneIndex | None = None,
     min_chars: int = 8,
     max_chars: int = 120,
     min_cjk_share: float = 0.6,
@@ -311,7 +272,7 @@ def make_dataset(
         raise ValueError(f"{sentences_file} has no sentences of {min_chars}..{max_chars} characters")
     random.Random(f"{seed}/order").shuffle(sentences)  # the reservoir's order is not random
     corrupter = Corrupter(tables, vocab, random.Random(f"{seed}/corrupt"), homophones, config, prior=prior,
-                          lm_score=lm_score)
+                          lm_score=lm_score, fuzzy=fuzzy)
     synthetic = []
     pairs_iter = synthetic_pairs(sentences, n, clean_share, corrupter, random.Random(f"{seed}/clean"), stats,
                                  clean_hard_share)
@@ -323,6 +284,7 @@ def make_dataset(
             continue
         synthetic.append((source, target))
 
+    stats.lm_rejected = corrupter.lm_rejected
     train = synthetic + real_train
     random.Random(f"{seed}/shuffle").shuffle(train)
     write_pairs(out, train)
@@ -423,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--lm-margin", type=float, default=CorruptionConfig.lm_margin,
                     help="'lm' errors cost the sentence at most this many nats of LM log-probability "
                          "(default %(default)s)")
+    ap.add_argument("--lm-worse", action="store_true",
+                    help="keep an error only when it lowers the sentence's --lm log-probability (CSCD-IME's filter)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
 
@@ -433,7 +397,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         config = CorruptionConfig(
             mix=parse_mix(args.mix), error_counts=parse_counts(args.errors), min_char_freq=args.min_char_freq,
-            lm_margin=args.lm_margin,
+            lm_margin=args.lm_margin, lm_worse=args.lm_worse,
         )
     except ValueError as e:
         ap.error(str(e))
@@ -456,17 +420,18 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--holdout-out must differ from --out")
     if config.mix["prior"] > 0 and args.prior_candidates is None:
         ap.error("a mix with prior=... needs --prior-candidates")
-    if config.mix["lm"] > 0 and (args.lm is None or not (args.lm / "meta.json").is_file()):
-        ap.error("a mix with lm=... needs --lm DIR (a character LM from training.evidence.char_lm)")
+    uses_lm = config.mix["lm"] > 0 or config.lm_worse
+    if uses_lm and (args.lm is None or not (args.lm / "meta.json").is_file()):
+        ap.error("a mix with lm=... and --lm-worse need --lm DIR (a character LM from training.evidence.char_lm)")
 
     t0 = time.perf_counter()
     tables = SimilarityTables.load(args.similarity)
     vocab = read_vocab_list(vocab_file)
-    homophones = None
-    if config.mix["word"] > 0:
-        writable = writable_chars(vocab, tables, config.min_char_freq)
-        homophones = HomophoneIndex.from_jieba(writable.__contains__, args.jieba_dict)
-        print(f"homophone index: {len(homophones):,} words in {time.perf_counter() - t0:.1f}s")
+    writable = writable_chars(vocab, tables, config.min_char_freq)
+    homophones, fuzzy = (HomophoneIndex.from_jieba(writable.__contains__, args.jieba_dict, fuzzy=f)
+                         if config.mix[kind] > 0 else None for kind, f in (("word", False), ("fuzzy", True)))
+    if homophones is not None or fuzzy is not None:
+        print(f"homophone indexes: {time.perf_counter() - t0:.1f}s")
     prior = None
     if args.prior_candidates is not None:
         from corrector.evidence.candidates import CandidateTable
@@ -477,9 +442,9 @@ def main(argv: list[str] | None = None) -> None:
     stats = make_dataset(
         args.sentences, tables, vocab, args.out, args.n, args.seed, real=args.real, real_repeat=args.real_repeat,
         holdout=args.holdout, holdout_out=args.holdout_out, clean_share=args.clean_share,
-        clean_hard_share=args.clean_hard_share, config=config, homophones=homophones, min_chars=args.min_chars,
+        clean_hard_share=args.clean_hard_share, config=config, homophones=homophones, fuzzy=fuzzy, min_chars=args.min_chars,
         max_chars=args.max_chars, min_cjk_share=args.min_cjk_share, progress=not args.no_progress, prior=prior,
-        lm_score=lm_scorer(args.lm) if config.mix["lm"] > 0 else None, distinct=args.distinct,
+        lm_score=lm_scorer(args.lm) if uses_lm else None, distinct=args.distinct,
         exclude=frozenset(t for path in args.exclude_targets for _, t in read_pairs(path)[0]),
     )
     print(summary(stats, time.perf_counter() - t0))

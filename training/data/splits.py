@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .location import default_data, require
-from .make_csc_data import read_pairs, split_holdout, write_pairs
+from .pair_files import read_pairs, split_holdout, write_pairs
 
 SIGHAN_TRAIN = "csc/sighan_train.tsv"
 CSC_HARD_TRAIN = "csc/csc_hard_train.tsv"
