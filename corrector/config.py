@@ -1,7 +1,8 @@
 """Decoding settings, each declared once: name, type, default, bounds and doc, as a field of ``CorrectorConfig``.
 
-Everything else derives from these fields: validation here, the CLI's ``--set`` and its settings list, the
-service's request schema (``service/schemas.py``), and the settings table of the docs (``settings_table``).
+Everything else derives from these fields: validation here (``check``), the CLI's flags, ``--set`` and its settings
+list (``corrector/cli/options.py``), the service's request schema (``service/schemas.py``), and the settings table of
+the docs (``settings_table``). ``in_force`` is the one place the settings in force are worked out.
 A bundle's manifest carries tuned defaults (``corrector_defaults``); callers override any setting per call.
 """
 
@@ -27,7 +28,8 @@ def setting(default: Any, doc: str, *, lo: float | None = None, hi: float | None
 @dataclass(frozen=True)
 class CorrectorConfig:
     threshold: float | None = setting(
-        None, "apply an edit when its confidence is above this; unset: the bundle's", lo=0.0, hi=1.0)
+        None, "apply an edit when its confidence (the calibrated probability each edit reports) is above this; unset: "
+        "the bundle's, with the LM or without", lo=0.0, hi=1.0)
     use_lm: bool = setting(True, "score candidates with the bundle's character n-gram LM (false: the networks only)")
     shortlist: int = setting(8, "candidates per character that get the full scoring (LM, words)", lo=1, hi=1000)
     top_k: int = setting(10, "the generator's most probable characters that join each character's candidates",
@@ -130,7 +132,7 @@ def check(name: str, value: Any) -> Any:
     else:
         value = float(value)
     lo, hi = bounds(name)
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
+    if (lo is not None and not value >= lo) or (hi is not None and not value <= hi):  # NaN is outside too
         raise ValueError(f"{name} must be within {_range(name)}, got {value}")
     return value
 
@@ -171,17 +173,26 @@ def in_force(bundle_defaults: Mapping[str, Any] | None = None, ranker_shortlist:
 
 def settings_table(in_force: dict[str, Any] | None = None) -> str:
     """A markdown table of every setting: name, type, default (``in_force``: a bundle's values in force), doc."""
-    names = {float: "number", int: "integer", bool: "boolean", tuple: "list"}
     defaults = {**CorrectorConfig().to_dict(), **(in_force or {})}
     rows = ["| setting | type | default | what it does |", "|---|---|---|---|"]
     for name in SETTINGS:
-        lo, hi = bounds(name)
-        kind = names[KINDS[name]] + (f" in {_range(name)}" if lo is not None else "")
-        value = defaults[name]
-        shown = "unset" if value is None else ("[]" if value == () else str(value).lower()
-                                                 if isinstance(value, bool) else str(value))
-        rows.append(f"| `{name}` | {kind} | {shown} | {doc(name)} |")
+        rows.append(f"| `{name}` | {kind_text(name)} | {shown(defaults[name])} | {doc(name)} |")
     return "\n".join(rows)
+
+
+def kind_text(name: str) -> str:
+    """A setting's type in words, with its bounds: ``number in [0, 1]``, ``integer in [1, 1000]``, ``boolean``."""
+    kind = {float: "number", int: "integer", bool: "boolean", tuple: "list"}[KINDS[name]]
+    return kind + (f" in {_range(name)}" if bounds(name)[0] is not None else "")
+
+
+def shown(value: Any) -> str:
+    """A setting's value as the settings table and the CLI's help write it: unset, [], true, 0.5."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "[]" if value == () else str(value)
 
 
 def parse_confusions(text: str) -> list[tuple[str, str]]:

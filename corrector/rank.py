@@ -115,7 +115,7 @@ class RankerWeights:
     scorer: Scorer  # over FEATURES, with the LM
     scorer_no_lm: Scorer  # fitted without the LM (lm_gain unused)
     shortlist: dict[str, float]  # over CHEAP: the linear score that cuts the candidates
-    threshold: float = 0.5  # default decision threshold on the probability (chosen on dev) ...
+    threshold: float = 0.5  # default threshold on the confidence (calibrate(p); chosen on dev), as a user's ...
     threshold_no_lm: float = 0.5  # ... and the one for decoding without the LM
     meta: dict = field(default_factory=dict)
 

@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> None
     if (problem := check_port(settings.host, settings.port)) is not None:  # before the model: seconds earlier
         fail(problem)
     from corrector.bundle import Bundle
-    from corrector.config import CorrectorConfig
+    from corrector.config import in_force
     from corrector.model_path import default_model_path
     from corrector.types import CorrectorError
 
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> None
     except CorrectorError as e:
         fail(str(e))
     try:  # the settings together with the bundle's defaults, as the corrector will check them
-        CorrectorConfig.from_dict({**bundle.corrector_defaults, **settings.corrector_settings})
+        in_force(bundle.corrector_defaults, load=settings.corrector_settings)
     except (TypeError, ValueError) as e:
         fail(f"invalid settings: --corrector-settings: {e}")
     try:

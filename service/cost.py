@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corrector.config import CorrectorConfig
+from corrector.config import CorrectorConfig, in_force
 
 # Relative cost of a character, measured on the default bundle (2 CPU cores, random and real text):
 # each candidate scored beyond the default shortlist costs about 1/128 of a character's default work, each
@@ -36,15 +36,16 @@ CALIBRATION_TEXT = (
 
 
 def cost_factor(settings: dict[str, Any], defaults: CorrectorConfig | None) -> float:
-    """Cost of a character under ``settings`` relative to the defaults (``defaults``: the corrector's
-    CorrectorConfig; None: CorrectorConfig's own). Never below 1: a cheaper setting is not counted as cheaper."""
+    """Cost of a character under a request's ``settings`` relative to the defaults (``defaults``: the corrector's
+    CorrectorConfig; None: CorrectorConfig's own), the call's settings in force worked out as the corrector does
+    (``in_force``). Never below 1: a cheaper setting is not counted as cheaper."""
     base = defaults if isinstance(defaults, CorrectorConfig) else CorrectorConfig()
-
-    def extra(name: str, step: float) -> float:
-        v = settings.get(name, getattr(base, name))
-        return max(0, int(v) - getattr(base, name)) / step if isinstance(v, (int, float)) else 0.0
-
-    return 1.0 + extra("shortlist", SHORTLIST_STEP) + extra("top_k", TOP_K_STEP)
+    try:
+        call = in_force(call=settings, loaded=base)
+    except (TypeError, ValueError):
+        return 1.0  # a bad setting: the corrector's prepare refuses it, in its own words
+    return (1.0 + max(0, call.shortlist - base.shortlist) / SHORTLIST_STEP
+            + max(0, call.top_k - base.top_k) / TOP_K_STEP)
 
 
 def measure_rate(correct_batch: Callable[[list[str]], Any], chars: int = 1000) -> float:

@@ -52,7 +52,7 @@ def batch_parser() -> argparse.ArgumentParser:
     ap.add_argument("--num-actors", type=int, help="Ray actors, one Corrector each (default: CPUs / --actor-cpus)")
     ap.add_argument("--actor-cpus", type=float, default=1.0, help="CPUs per Ray actor (its ONNX Runtime threads)")
     ap.add_argument("--num-cpus", type=int, help="CPUs of the local Ray runtime (default: all)")
-    decoding_args(ap)
+    decoding_args(ap, without=("batch_size",))  # --batch-size is lines per call here
     return ap
 
 

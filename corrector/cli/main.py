@@ -28,7 +28,6 @@ from corrector.types import EXPLAIN_COLUMNS, CorrectorError
 BATCH_LINES = 256
 
 
-
 def correct_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m corrector",
@@ -45,7 +44,6 @@ def correct_parser() -> argparse.ArgumentParser:
     ap.add_argument("--json", action="store_true", help="JSON lines: source, target, edits")
     ap.add_argument("--explain", action="store_true", help="per character: the evidence and the decision (below)")
     decoding_args(ap)
-    ap.add_argument("--batch-size", type=int, help="chunks per model call")
     return ap
 
 
@@ -179,7 +177,7 @@ def run_settings(argv: list[str]) -> int:
     except (OSError, ValueError) as e:
         raise CliError(f"cannot read the bundle at {root}: {e}") from None
     try:
-        values = in_force(manifest.get("corrector_defaults", {}), ranker.get("meta", {}).get("shortlist"), {}).to_dict()
+        values = in_force(manifest.get("corrector_defaults", {}), ranker.get("meta", {}).get("shortlist")).to_dict()
     except (TypeError, ValueError) as e:
         raise CliError(f"bad model bundle at {root}: {e}") from None
     if values["threshold"] is None and "threshold" in ranker:

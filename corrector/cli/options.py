@@ -6,36 +6,92 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from typing import Any
 
 from corrector.bundle import PRECISIONS
+from corrector.config import KINDS, SETTINGS, check, doc, kind_text, parse_confusions, shown
 from corrector.model_path import ENV_MODEL
 
 LOAD_ARGS = ("path", "device", "precision", "threads", "lm")  # Corrector.load's own arguments, not settings for --set
+OFF_ALIASES = {"use_lm": ("--no-lm",)}  # the spellings the command had before its flags were generated
+LISTS = {  # how the command takes the two list settings
+    "protect": {"metavar": "WORD", "how": "repeatable, or several at once with commas: --protect 张三,李四"},
+    "confusions": {"metavar": "FILE", "how": "here a file of them, one 'A→B' per line"},
+}
 
 
 class CliError(Exception):
     """A user-facing failure: printed as one line on stderr, exit code 1."""
 
 
-def decoding_args(ap: argparse.ArgumentParser) -> None:
-    """The model and decoding options, shared by the plain command and ``batch``."""
+def decoding_args(ap: argparse.ArgumentParser, without: tuple[str, ...] = ()) -> None:
+    """The model options and a flag for every decoding setting but those ``without`` (:func:`setting_args`), shared
+    by the plain command and ``batch``."""
     model_args(ap)
-    ap.add_argument("--threshold", type=float, help="detection threshold in [0, 1] (default: the bundle's)")
-    ap.add_argument("--max-edits", type=int, help="most edits per sentence (0 = no limit)")
-    ap.add_argument("--protect", action="append", default=[], metavar="WORD",
-                    help="a word never edited inside; repeatable, or several at once with commas: --protect 张三,李四")
-    ap.add_argument("--protect-file", help="file of protected words, one per line")
-    ap.add_argument("--confusions", help="file of custom confusion pairs, one 'A→B' per line")
-    ap.add_argument("--no-lm", action="store_true", help="decide without the character LM (the networks' own ranker)")
     ap.add_argument("--lm", help="another character LM: a training.evidence.char_lm directory, or a KenLM .arpa/.klm file "
                                  "(needs the kenlm module)")
-    ap.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
-                    help="any decoding setting ('python -m corrector settings' lists them with the values in force), "
-                         "VALUE parsed as JSON when it can be, "
-                         "e.g. --set use_lm=false --set top_k=10; repeatable, applied after the flags above")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--precision", choices=PRECISIONS, default="auto",
                     help="CPU graphs: auto (the bundle's recommendation), fp32 or int8-quantised")
+    setting_args(ap, without)
+
+
+def setting_args(ap: argparse.ArgumentParser, without: tuple[str, ...] = ()) -> None:
+    """One flag for each CorrectorConfig field (but ``without``), generated from its declaration: ``--top-k N`` for
+    ``top_k``, its type, its doc as help with the type, bounds and default, its bounds checked as it is read (one line
+    on stderr, exit code 2); a boolean's ``--name`` / ``--no-name``; then ``--set`` and ``--protect-file``."""
+    group = ap.add_argument_group(
+        "decoding settings", "each setting of corrector/config.py; one not given keeps the bundle's tuned value where\n"
+                             "it has one ('python -m corrector settings' lists the values in force), else the default\n"
+                             "shown")
+    for name in SETTINGS:
+        if name in without:
+            continue
+        flag = "--" + name.replace("_", "-")
+        what = doc(name).replace("%", "%%")
+        if name in LISTS:
+            group.add_argument(flag, action=_Words if name == "protect" else "store", metavar=LISTS[name]["metavar"],
+                               help=f"{what}; {LISTS[name]['how']}")
+        elif KINDS[name] is bool:
+            off = ("--no-" + flag[2:], *OFF_ALIASES.get(name, ()))
+            group.add_argument(flag, *off, action=_Switch, off=off, dest=name,
+                               help=f"{what} [default: {'on' if SETTINGS[name].default else 'off'}]")
+        else:
+            group.add_argument(flag, type=KINDS[name], action=_Checked, metavar="N" if KINDS[name] is int else "X",
+                               help=f"{what} [{kind_text(name)}; default: {shown(SETTINGS[name].default)}]")
+    group.add_argument("--protect-file", metavar="FILE", help="file of protected words, one per line")
+    group.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
+                       help="any decoding setting by its name, VALUE parsed as JSON when it can be, "
+                            "e.g. --set use_lm=false --set top_k=10; repeatable, applied after the flags above")
+
+
+class _Checked(argparse.Action):
+    """A number setting's flag: its value checked against the declaration (exit code 2, one line)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            setattr(namespace, self.dest, check(self.dest, values))
+        except ValueError as e:
+            parser.exit(2, f"error: {option_string}: {e}\n")
+
+
+class _Switch(argparse.Action):
+    """A boolean setting's flags: true, or false for the ``off`` spellings."""
+
+    def __init__(self, option_strings: list[str], dest: str, off: tuple[str, ...] = (), **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kw)
+        self.off = off
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, option_string not in self.off)
+
+
+class _Words(argparse.Action):
+    """``--protect``: words, given one at a time or several with commas."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        words = [w.strip() for w in re.split("[,，]", str(values)) if w.strip()]
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), *words])
 
 
 def _setting(arg: str) -> tuple[str, object]:
@@ -57,26 +113,19 @@ def model_args(ap: argparse.ArgumentParser) -> None:
 
 
 def decoding_settings(args: argparse.Namespace) -> dict:
-    """``Corrector.load`` settings from the options added by :func:`decoding_args` (and ``--batch-size``)."""
-    from corrector.config import parse_confusions
+    """``Corrector.load`` settings from the flags :func:`setting_args` added: those given, ``--protect-file``'s words
+    added to ``--protect``'s, ``--confusions``' file read, then ``--set``."""
     from corrector.guards import read_word_file
 
-    settings: dict = {}
-    protect = [w.strip() for arg in args.protect for w in re.split("[,，]", arg) if w.strip()]
-    if args.protect_file:
-        protect += read_word_file(args.protect_file)
+    settings = {name: getattr(args, name) for name in SETTINGS if getattr(args, name, None) is not None}
+    protect = [*settings.pop("protect", []), *(read_word_file(args.protect_file) if args.protect_file else [])]
     if protect:
         settings["protect"] = protect
-    if args.confusions:
+    if "confusions" in settings:
         try:
-            settings["confusions"] = parse_confusions(read_text(args.confusions))
+            settings["confusions"] = parse_confusions(read_text(settings["confusions"]))
         except ValueError as e:
             raise CliError(f"{args.confusions}: {e}") from None
-    if args.no_lm:
-        settings["use_lm"] = False
-    for key in ("threshold", "max_edits", "batch_size"):
-        if getattr(args, key, None) is not None:
-            settings[key] = getattr(args, key)
     settings.update(args.settings)
     return settings
 
