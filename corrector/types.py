@@ -65,8 +65,8 @@ EXPLAIN_COLUMNS = """\
   CHAR      the character as written
   rtd=R     the discriminator's probability that the character was replaced, i.e. is a typo
   keep=K    the ranker's probability that the character as written is right
-  C(S,p=G)  a candidate C, best first (at most 5): S is the ranker's probability that C was meant (the edit
-            is made when the best S is above the threshold), G the generator's probability of C there
+  C(S,p=G)  a candidate C, best first (at most 5): S the confidence that C was meant (as edits report it; the
+            edit is made when the best S is above the threshold), G the generator's probability of C there
   DECISION  "applied: C" when the edit was made, else why the character was kept as written (below the
             threshold, a guard such as protect_regional_forms, max_edits)"""
 
