@@ -27,13 +27,13 @@ from corrector.evidence.kept_forms import PairCounts
 from corrector.evidence.similarity import SimilarityTables
 from corrector.explain import explain_text
 from corrector.features import Evidence, Sites
-from corrector.guards import PROTECT, Protections
+from corrector.guards import Protections
 from corrector.model_path import ENV_MODEL, default_model_path
 from corrector.rank import HEURISTIC, RankerWeights
 from corrector.runtime.sessions import Device, Networks, OnnxNetworks, ProcessLocalPool
 from corrector.stages import Chunk, Decided, Prepared, Scored, assemble, edits_by_chunk
 from corrector.text.chars import sentence_chunk_spans
-from corrector.text.script import ScriptView, prepare_converters, simplified_text, simplified_view
+from corrector.text.script import ScriptView, normalise, prepare_converters
 from corrector.text.tokenize import build_tokenizer, encode_batch, read_vocab_list
 from corrector.types import Correction, CorrectorError, Edit, Explanation
 
@@ -58,7 +58,7 @@ class Corrector:
         self.tokenizer = build_tokenizer(bundle.vocab_path)
         self.vocab = evidence.vocab
         self.max_tokens = bundle.max_seq_len
-        self.protections = Protections(name_shares or {})  # the prepare-stage guards
+        self.protections = Protections(name_shares or {})  # the guards' protect hooks
         self._ahead = ProcessLocalPool(1, "sites-ahead")  # see score
 
     @classmethod
@@ -191,24 +191,11 @@ class Corrector:
             clean = _scrub_surrogates(text)
             # one chunk per sentence (same context alone or in a long text), in simplified script
             spans = sentence_chunk_spans(clean, max_chars)
-            views = [simplified_view(clean[s:e]) for s, e in spans]
-            mainland = simplified_text(clean, views)
-            if mainland and any(v.traditional for v in views):  # stray traditional characters: guards read the
-                simple = list(clean)  # text as it should be written, but the caller's words as written
-                for (s, _), v in zip(spans, views):
-                    simple[s : s + len(v.text)] = v.text
-                protected = {p: g for p, g in self.protections.positions(clean, cfg).items() if g == PROTECT.name}
-                for p, g in self.protections.positions("".join(simple), cfg).items():
-                    if simple[p] == clean[p]:  # a stray character is always looked at (unless the caller protects it)
-                        protected.setdefault(p, g)
-            else:
-                protected = self.protections.positions(clean, cfg)
-            for (s, e), view in zip(spans, views):
+            written = normalise(clean, spans)
+            protected = self.protections.positions(written, cfg)  # every guard's protect hook
+            for (s, e), view in zip(spans, written.views):
                 local = {p - s: g for p, g in protected.items() if s <= p < e}
-                if view.traditional and not mainland:
-                    for p, g in self.protections.positions(view.text, cfg, dictionary=False).items():
-                        local.setdefault(p, g)
-                pieces.append((i, s, view, local, mainland))
+                pieces.append((i, s, view, local, written.mainland))
         encs = encode_batch(self.tokenizer, [p[2].text for p in pieces], self.max_tokens)
         chunks = tuple(Chunk(i, s, v.text, enc, prot, view=v if v.traditional else None, mainland=mainland)
                        for (i, s, v, prot, mainland), enc in zip(pieces, encs))

@@ -1,9 +1,11 @@
 """Decide: the ranker's rounds over one scored batch, giving every site one status.
 
 Each round takes every open site's most probable candidate above the threshold (``rank.pick_round``: none within
-the LM's order of another picked in the same chunk), lets the decide-stage guards veto some (``guards``), caps the
-rest at ``max_edits`` per sentence (most confident first), applies them, and re-scores the LM features of the
-open sites next to them on the corrected text, so several errors in one sentence are fixed in turn.
+the LM's order of another picked in the same chunk), lets every guard's veto hook keep some as written
+(``guards.veto``: the script rule among them, so a vetoed edit never counts or moves a neighbour), caps the rest at
+``max_edits`` per sentence (most confident first), applies them, and re-scores the LM features of the open sites next
+to them on the corrected text, so several errors in one sentence are fixed in turn. At the end the edits of
+traditional text go back to its script (``restore_edits``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from itertools import accumulate
 import numpy as np
 
 from corrector.config import CorrectorConfig
-from corrector.features import COL, Evidence, Sites
-from corrector.guards import REGIONAL_FORMS, SCRIPT, UNRELIABLE_PAIRS, regional_edit, unreliable_pair
+from corrector.features import COL, Evidence
+from corrector.guards import Proposal, veto
 from corrector.rank import MAX_ROUNDS, RankerWeights, best_candidates, choice_probs, pick_round
 from corrector.stages import (
     APPLIED,
@@ -60,19 +62,14 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
     spacing = evidence.lm.order if lm_ids is not None else 1
     sentence = _sentence_of(chunks, sites.chunk, sites.char) if cfg.max_edits else None
     per_sentence: dict[tuple[int, int], int] = defaultdict(int)
-    veto = scorer.veto if cfg.veto_unreliable_pairs else {}
+    made: dict[int, dict[int, str]] = defaultdict(dict)  # per chunk: position -> target of the edits made so far
     for _ in range(MAX_ROUNDS):
         best_row, best_p = best_candidates(rows, probs, n, open_sites)
         picked = pick_round(sites.chunk, sites.char, best_row, best_p, threshold, spacing)
-        for s in list(picked):  # the decide-stage guards: the site stays as written
-            target = vocab[int(rows.vid[best_row[s]])]
-            why = None
-            if cfg.protect_regional_forms and regional_edit(
-                    _corrected(chunks, sites, rows.vid, vocab, chosen, s), int(sites.char[s]), target,
-                    chunks[int(sites.chunk[s])].mainland):
-                why = (REGIONAL_FORMS.name, "")
-            elif veto and (detail := unreliable_pair(veto, sites.src[s], target)) is not None:
-                why = (UNRELIABLE_PAIRS.name, detail)
+        for s in list(picked):  # every guard's veto hook: the site stays as written
+            k = int(sites.chunk[s])
+            best = vocab[int(rows.vid[best_row[s]])]
+            why = veto(Proposal(chunks[k], int(sites.char[s]), best, made[k], scorer.veto), cfg)
             if why is not None:
                 guard[s] = why
                 open_sites[s] = False
@@ -94,6 +91,7 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
             break
         for s in picked:
             chosen[s] = (int(best_row[s]), float(best_p[s]))
+            made[int(sites.chunk[s])][int(sites.char[s])] = vocab[int(rows.vid[best_row[s]])]
             open_sites[s] = False
         if lm_ids is None:
             continue
@@ -110,7 +108,7 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
         rows.X[which, COL["lm_gain"]] = evidence.lm_gain(sites, rows, lm_ids, which)[which]
         rows.X[:, COL["pair"]] = evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
         probs = choice_probs(rows, scorer, n)
-    edits, chosen, guard = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
+    edits, chosen = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
     status = _statuses(scored, probs, chosen, capped, guard, threshold)
     rows.X.setflags(write=False)
     # the generator's distribution is not kept: a call's decisions all live until assemble (84 KB a site)
@@ -118,28 +116,16 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
                    first)
 
 
-def _corrected(chunks: tuple[Chunk, ...], sites: Sites, vid: np.ndarray, vocab: list[str],
-               chosen: dict[int, tuple[int, float]], s: int) -> list[str]:
-    """The characters of site ``s``'s chunk with the edits chosen in earlier rounds."""
-    k = int(sites.chunk[s])
-    text = list(chunks[k].text)
-    for t, (r, _) in chosen.items():
-        if int(sites.chunk[t]) == k:
-            text[int(sites.char[t])] = vocab[int(vid[r])]
-    return text
-
-
 def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray,
            chosen: Mapping[int, tuple[int, float]], scorer, evidence: Evidence,
-           guard: Mapping[int, tuple[str, str]],
-           ) -> tuple[tuple[tuple[Edit, ...], ...], dict[int, tuple[int, float]], dict[int, tuple[str, str]]]:
-    """Each chunk's edits, with ``chosen`` and ``guard`` as they stand after them (new dicts; the arguments
-    are not changed). Traditional text: back in its script, and an edit that would only change a character's
-    script is not made (it gets the ``script`` guard). Simplified text: a stray traditional character the
-    decoder keeps becomes its simplified form (於 -> 于, reason "script", confidence the ranker's probability
-    that the simplified character is right); it is chosen with its keep row."""
+           guard: Mapping[int, tuple[str, str]]) -> tuple[tuple[tuple[Edit, ...], ...], dict[int, tuple[int, float]]]:
+    """Each chunk's edits, with ``chosen`` as it stands after them (a new dict; the argument is not changed).
+    Traditional text: back in its script (the ``script`` guard vetoed, in the rounds, every edit that would only
+    change a character's script). Simplified text: a stray traditional character the decoder keeps, unguarded,
+    becomes its simplified form (於 -> 于, reason "script", confidence the ranker's probability that the simplified
+    character is right); it is chosen with its keep row."""
     sites = scored.sites
-    chosen_now, guard_now = dict(chosen), dict(guard)
+    chosen_now = dict(chosen)
     per_chunk: dict[int, list[Edit]] = defaultdict(list)
     site_at: dict[tuple[int, int], int] = {}
     for s, (r, p) in chosen.items():
@@ -154,25 +140,20 @@ def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray,
     out = []
     for k, ch in enumerate(scored.chunks):
         edits = sorted(per_chunk.get(k, []), key=lambda e: e.position)
-        if ch.view is not None and not ch.mainland:  # back in the original script, never a script conversion
-            restored = restore_edits(ch.view, edits)
-            made = {e.position for e in restored}
-            for e in edits:
-                if e.position not in made:
-                    guard_now[site_at[(k, e.position)]] = (SCRIPT.name, "")
-            edits = restored
+        if ch.view is not None and not ch.mainland:  # back in the original script
+            edits = restore_edits(ch.view, edits)
         elif ch.view is not None:  # simplified text: the original character is the source; strays are typos
             original = ch.view.original
             by_pos = {e.position: replace(e, source=original[e.position]) for e in edits}
             for i, (a, b) in enumerate(zip(original, ch.text)):
                 at = site_at.get((k, i))
-                if a != b and i not in by_pos and at is not None and at not in guard_now:
+                if a != b and i not in by_pos and at is not None and at not in guard:
                     row = int(starts[at])
                     chosen_now[at] = (row, float(probs[row]))
                     by_pos[i] = Edit(i, a, b, round(float(scorer.calibrate(probs[row])), 4), "script")
             edits = [by_pos[i] for i in sorted(by_pos)]
         out.append(tuple(edits))
-    return tuple(out), chosen_now, guard_now
+    return tuple(out), chosen_now
 
 
 def _statuses(scored: Scored, probs: np.ndarray, chosen: dict[int, tuple[int, float]], capped: set[int],

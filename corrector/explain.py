@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from corrector.features import COL, FEATURES
-from corrector.guards import GUARDS, REGIONAL_FORMS, SCRIPT, UNRELIABLE_PAIRS
+from corrector.guards import NAMED
 from corrector.rank import MAX_ROUNDS
 from corrector.stages import (
     APPLIED,
@@ -48,7 +48,7 @@ def explain_text(prepared: Prepared, decided: Sequence[Decided], vocab: Sequence
         ch = next((k for k in prepared.chunks if k.text_index == index and k.start <= i < k.start + len(k.text)),
                   None)
         guard = ch.protected.get(i - ch.start) if ch is not None else None
-        why = f"{PROTECTED} ({guard}: {GUARDS[guard].reason})" if guard else NOT_EDITABLE.replace("_", " ")
+        why = f"{PROTECTED} ({guard}: {NAMED[guard].reason})" if guard else NOT_EDITABLE.replace("_", " ")
         chars.append(CharExplanation(i, c, False, 0.0, [], why))
     return chars
 
@@ -78,10 +78,7 @@ def _site_explanations(d: Decided, vocab: Sequence[str], top_k: int, index: int,
             why = "kept: max_edits reached (more confident edits in this sentence)"
         elif status == GUARDED:
             name, detail = d.guard[s]
-            if name in (REGIONAL_FORMS.name, UNRELIABLE_PAIRS.name, SCRIPT.name):
-                why = GUARDS[name].reason.format(best=best, detail=detail)
-            else:
-                why = f"kept: {name}"
+            why = NAMED[name].reason.format(best=best, detail=detail)
         elif status == NO_CANDIDATES:
             why = "no candidates"
         elif status == BELOW_THRESHOLD:

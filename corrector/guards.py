@@ -1,51 +1,163 @@
-"""Keep-as-written rules ("guards"): each one a name (the setting that turns it on) and the reason ``explain`` gives.
+"""Keep-as-written rules ("guards"): one protocol, ``Guard``, with a hook for each stage that applies guards.
 
-Two kinds, by the stage that applies them:
-
-- *protections* (``prepare``): characters never offered for an edit: the caller's words (``protect``), foreign
+- ``protect`` (``prepare``): the characters of a text no edit may touch: the caller's words (``protect``), foreign
   names (``protect_foreign_names``), multi-character dictionary words (``protect_dictionary_words``). Such a
   character is no site at all.
-- *vetoes* (``decide``): a site's best edit is not made: it only writes a word another region's way
-  (``protect_regional_forms``), it is a pair the ranker got mostly wrong on the real training pairs
-  (``veto_unreliable_pairs``), or, in traditional text, it would only change the character's script (``script``,
-  always on). The site stays as written; another site may still be edited in a later round.
+- ``veto`` (``decide``, in each round): a site's best edit is not made: it would only change the character's script
+  in traditional text (``script``, always on), only write a word another region's way (``protect_regional_forms``),
+  or it is a pair the ranker got mostly wrong on the real training pairs (``veto_unreliable_pairs``). The site
+  stays as written, counts towards no ``max_edits`` and re-scores no neighbour; another site may still be edited
+  in a later round.
+
+``GUARDS`` lists them in order: a character or a site is kept by the first guard that keeps it. ``prepare`` loops
+over every guard's ``protect`` (``Protections.positions``), ``decide`` over every guard's ``veto`` (``veto``); a
+guard implements the hooks it needs. A new rule is one subclass of ``Guard`` in ``GUARDS`` (and its setting, if
+it has one, declared in ``corrector/config.py``).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from corrector.config import CorrectorConfig
 from corrector.evidence.foreign_names import foreign_name_positions, name_chars
-from corrector.text.script import mainland_form, regional_form
+from corrector.stages import Chunk
+from corrector.text.script import Normalised, mainland_form, regional_form
 from corrector.types import CorrectorError
 
 REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
 
 
 @dataclass(frozen=True)
+class Proposal:
+    """A site's best edit in a round, as the ``veto`` hooks see it: ``target`` at ``position`` of ``chunk``, the
+    chunk's edits made in earlier rounds (``made``: position -> target) and the ranker's record of each pair on the
+    real training pairs (``record``: source + target -> (right, wrong))."""
+
+    chunk: Chunk
+    position: int
+    target: str
+    made: Mapping[int, str]
+    record: Mapping[str, tuple[int, int]]
+
+    @property
+    def source(self) -> str:
+        return self.chunk.text[self.position]
+
+    def corrected(self) -> list[str]:
+        """The characters of the chunk (as the model reads it) with the edits of earlier rounds."""
+        text = list(self.chunk.text)
+        for i, target in self.made.items():
+            text[i] = target
+        return text
+
+
 class Guard:
-    name: str  # the setting that turns it on ("script" has none: always on)
-    stage: str  # "prepare" (protects characters) or "decide" (vetoes a site's best edit)
-    reason: str  # what explain says (a format string for decide guards: {best}, {detail})
+    """A keep-as-written rule: its name (the setting that turns it on; ``script`` has none), the reason ``explain``
+    gives (for a veto, a format string of ``{best}`` and ``{detail}``), and its hooks, each keeping nothing unless
+    the guard implements it."""
+
+    name: ClassVar[str]
+    reason: ClassVar[str]
+    as_written: ClassVar[bool] = False  # protect also reads simplified text as written (see Protections.positions)
+
+    def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
+        """``prepare``: the positions of ``text`` (one reading of it) that no edit may touch."""
+        return set()
+
+    def veto(self, edit: Proposal, cfg: CorrectorConfig) -> str | None:
+        """``decide``: why the edit is not made (its detail; "" when the reason needs none), or None when it may be."""
+        return None
 
 
-PROTECT = Guard("protect", "prepare", "a word the caller protects")
-FOREIGN_NAMES = Guard("protect_foreign_names", "prepare", "inside a foreign name")
-DICTIONARY_WORDS = Guard("protect_dictionary_words", "prepare", "inside a dictionary word")
-REGIONAL_FORMS = Guard("protect_regional_forms", "decide",
-                       "kept: {best} would only write the word another region's way (protect_regional_forms)")
-UNRELIABLE_PAIRS = Guard("veto_unreliable_pairs", "decide",
-                         "kept: {detail} on the real training pairs (veto_unreliable_pairs)")
-SCRIPT = Guard("script", "decide", "kept: {best} would only change the character's script")
-GUARDS = {g.name: g for g in (PROTECT, FOREIGN_NAMES, DICTIONARY_WORDS, REGIONAL_FORMS, UNRELIABLE_PAIRS, SCRIPT)}
+class CallerWords(Guard):
+    name = "protect"
+    reason = "a word the caller protects"
+    as_written = True
+
+    def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
+        return _matcher(cfg.protect).positions(text) if cfg.protect and text else set()
+
+
+class ForeignNames(Guard):
+    name = "protect_foreign_names"
+    reason = "inside a foreign name"
+
+    def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
+        names = tables.name_chars(cfg.protect_foreign_names)
+        return foreign_name_positions(text, names) if names else set()
+
+
+class DictionaryWords(Guard):
+    name = "protect_dictionary_words"
+    reason = "inside a dictionary word"
+
+    def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
+        if not (cfg.protect_dictionary_words and text):
+            return set()
+        from corrector.evidence.dictionary import tokenizer  # jieba, its cache in a private directory
+
+        out: set[int] = set()
+        pos = 0
+        for w in tokenizer().lcut(text, HMM=False):
+            if len(w) > 1:
+                out.update(range(pos, pos + len(w)))
+            pos += len(w)
+        return out
+
+
+class RegionalForms(Guard):
+    name = "protect_regional_forms"
+    reason = "kept: {best} would only write the word another region's way (protect_regional_forms)"
+
+    def veto(self, edit: Proposal, cfg: CorrectorConfig) -> str | None:
+        if cfg.protect_regional_forms and regional_edit(edit.corrected(), edit.position, edit.target,
+                                                        edit.chunk.mainland):
+            return ""
+        return None
+
+
+class UnreliablePairs(Guard):
+    name = "veto_unreliable_pairs"
+    reason = "kept: {detail} on the real training pairs (veto_unreliable_pairs)"
+
+    def veto(self, edit: Proposal, cfg: CorrectorConfig) -> str | None:
+        return unreliable_pair(edit.record, edit.source, edit.target) if cfg.veto_unreliable_pairs else None
+
+
+class Script(Guard):
+    name = "script"
+    reason = "kept: {best} would only change the character's script"
+
+    def veto(self, edit: Proposal, cfg: CorrectorConfig) -> str | None:
+        """In traditional text, an edit whose target is the character as written or its own simplified form (乾 read
+        as 干 in 乾隆, 著 read as 着 in 看著: writing 干 or 著 there converts, it corrects nothing)."""
+        view, i = edit.chunk.view, edit.position
+        if view is not None and not edit.chunk.mainland and edit.target in (view.original[i], view.alone[i]):
+            return ""
+        return None
+
+
+GUARDS: tuple[Guard, ...] = (CallerWords(), ForeignNames(), DictionaryWords(), RegionalForms(), UnreliablePairs(),
+                             Script())
+NAMED: dict[str, Guard] = {g.name: g for g in GUARDS}
+
+
+def veto(edit: Proposal, cfg: CorrectorConfig) -> tuple[str, str] | None:
+    """(the name of the first guard that vetoes ``edit``, its detail), or None when the edit may be made."""
+    for guard in GUARDS:
+        detail = guard.veto(edit, cfg)
+        if detail is not None:
+            return guard.name, detail
+    return None
 
 
 class Protections:
-    """The prepare-stage guards over one bundle's tables: which characters of a text no edit may touch, and why.
+    """The ``protect`` hooks over one bundle's tables: which characters of a text no edit may touch, and why.
 
     ``name_shares``: per character, the share of its corpus occurrences inside dot-joined foreign names
     (``corrector.evidence.foreign_names``)."""
@@ -63,21 +175,25 @@ class Protections:
             self._names[min_share] = name_chars(self.name_shares, min_share)
         return self._names[min_share]
 
-    def positions(self, text: str, cfg: CorrectorConfig, dictionary: bool = True) -> dict[int, str]:
-        """Protected positions of ``text`` -> the name of the first guard that protects each (``dictionary``
-        False: without the dictionary-word guard, as for the simplified view of a traditional chunk)."""
+    def positions(self, text: Normalised, cfg: CorrectorConfig) -> dict[int, str]:
+        """Protected positions of ``text`` -> the name of the first guard that protects each. Every guard reads the
+        text as it should be written (its simplified view), traditional text also as written; in simplified text a
+        stray traditional character is read only as written, and only by the guards that read as written (the
+        caller's words), so the script rule still sees it."""
         out: dict[int, str] = {}
-        rules: list[tuple[Guard, Callable[[], set[int]]]] = [
-            (PROTECT, lambda: _word_positions(text, cfg.protect)),
-            (FOREIGN_NAMES, lambda: foreign_name_positions(text, names) if names else set()),
-            (DICTIONARY_WORDS, lambda: _dictionary_positions(text)
-             if dictionary and cfg.protect_dictionary_words else set()),
-        ]
-        names = self.name_chars(cfg.protect_foreign_names)
-        for guard, find in rules:
-            for p in sorted(find()):
+        for guard in GUARDS:
+            for p in sorted(self._found(text, guard, cfg)):
                 out.setdefault(p, guard.name)
         return out
+
+    def _found(self, text: Normalised, guard: Guard, cfg: CorrectorConfig) -> set[int]:
+        """What ``guard`` protects in the readings of ``text`` it judges."""
+        if text.simplified == text.original:
+            return guard.protect(text.original, cfg, self)
+        found = {p for p in guard.protect(text.simplified, cfg, self) if not text.stray(p)}
+        if guard.as_written or not text.mainland:
+            found |= guard.protect(text.original, cfg, self)
+        return found
 
 
 class WordMatcher:
@@ -101,10 +217,6 @@ class WordMatcher:
         return out
 
 
-def _word_positions(text: str, words: tuple[str, ...]) -> set[int]:
-    return _matcher(words).positions(text) if words and text else set()
-
-
 @functools.lru_cache(maxsize=8)
 def _matcher(words: tuple[str, ...]) -> WordMatcher:
     """The matcher of a settings' word list (a service's dictionary file is matched with one built at its first
@@ -123,20 +235,6 @@ def read_word_file(path: str | Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w for w in words if w and not w.startswith("#")))
 
 
-def _dictionary_positions(text: str) -> set[int]:
-    if not text:
-        return set()
-    from corrector.evidence.dictionary import tokenizer  # jieba, its cache in a private directory
-
-    out: set[int] = set()
-    pos = 0
-    for w in tokenizer().lcut(text, HMM=False):
-        if len(w) > 1:
-            out.update(range(pos, pos + len(w)))
-        pos += len(w)
-    return out
-
-
 def regional_edit(text: list[str], i: int, target: str, mainland: bool = False) -> bool:
     """``protect_regional_forms``: whether writing ``target`` at ``i`` of ``text`` (the chunk as corrected so far)
     only changes the regional form of its word, judged on the characters either side. In simplified (``mainland``)
@@ -149,7 +247,7 @@ def regional_edit(text: list[str], i: int, target: str, mainland: bool = False) 
     return regional_form(before, window) and not (mainland and mainland_form(before) == window)
 
 
-def unreliable_pair(veto: dict[str, tuple[int, int]], source: str, target: str) -> str | None:
+def unreliable_pair(veto: Mapping[str, tuple[int, int]], source: str, target: str) -> str | None:
     """``veto_unreliable_pairs``: why the edit ``source`` -> ``target`` is not made, or None when it may be."""
     counts = veto.get(source + target)
     if counts is None:

@@ -34,11 +34,11 @@ from corrector.types import Correction, Edit
 APPLIED = "applied"  # its best edit is made
 BELOW_THRESHOLD = "below_threshold"  # no candidate's probability is above the threshold
 CAPPED = "capped"  # above the threshold, but max_edits more confident edits were made in its sentence
-GUARDED = "guarded"  # above the threshold, but a decide-stage guard keeps it as written (``Decided.guard``)
+GUARDED = "guarded"  # above the threshold, but a guard's veto keeps it as written (``Decided.guard``)
 NO_CANDIDATES = "no_candidates"  # nothing to choose but the character as written
 ROUNDS_OUT = "rounds_out"  # above the threshold when the decoding rounds ran out
 STATUSES = (APPLIED, BELOW_THRESHOLD, CAPPED, GUARDED, NO_CANDIDATES, ROUNDS_OUT)
-# a character that is no site: PROTECTED (a prepare-stage guard, ``Chunk.protected``), UNSUSPECTED (the
+# a character that is no site: PROTECTED (a guard's protect hook, ``Chunk.protected``), UNSUSPECTED (the
 # discriminator's P(replaced) is below ``rtd_floor``: the generator is not asked there) or NOT_EDITABLE (not a
 # single-token CJK character the model reads: Latin, digits, punctuation, emoji, out-of-vocabulary)
 PROTECTED = "protected"

@@ -50,6 +50,17 @@ def test_protect_dictionary_words(fake_tiny_bundle):
     assert c.edits == []  # jieba knows both words
 
 
+def test_protect_dictionary_words_reads_traditional_text_in_simplified_script(fake_tiny_bundle):
+    """jieba's words are simplified: like every guard, this one reads traditional text in both scripts (中國 and 銀行
+    are words to it only as 中国 and 银行)."""
+    fix = fake_corrector(fake_tiny_bundle, **FORCE_EDITS, protect_dictionary_words=True)
+    text = "中國人民銀行北京"
+    assert edited(fix.correct(text, protect_dictionary_words=False)) == {0, 1, 2, 3, 4, 5, 6, 7}
+    c = fix.correct(text)
+    check(c)
+    assert c.edits == []
+
+
 def test_protect_foreign_names(fake_tiny_bundle):
     """Runs of three or more characters that the corpus writes inside dot-joined names at least the given share
     of the time are not edited inside; shorter runs are."""

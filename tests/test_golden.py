@@ -108,6 +108,7 @@ _STATUSES = [  # the decision strings of explain, by what they say; the first ma
     (re.compile(r"max_edits"), "capped"),
     (re.compile(r"veto_unreliable_pairs"), "vetoed"),
     (re.compile(r"protect_regional_forms"), "regional"),
+    (re.compile(r"only change the character's script"), "script"),
     (re.compile(r"^no candidates"), "no_candidates"),
     (re.compile(r"not above the threshold"), "below_threshold"),
     (re.compile(r"rounds of edits ran out"), "rounds_out"),

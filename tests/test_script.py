@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 from conftest import FORCE_EDITS
+from fake_networks import FakeNetworks, fake_corrector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corrector import Corrector
+from corrector import Corrector, CorrectorConfig
 from corrector.text.chars import is_cjk
-from corrector.text.script import regional_form, restore_edits, simplified_view, to_simplified
+from corrector.text.script import normalise, regional_form, restore_edits, simplified_view, to_simplified
 from corrector.types import Edit
 
 REPO_BUNDLE = Path(__file__).resolve().parents[1] / "data" / "electra_models" / "default"
@@ -39,10 +40,54 @@ def test_edits_go_back_in_the_original_script():
     assert restore_edits(view, [Edit(1, "门", "们", 0.9, "pinyin")]) == [Edit(1, "門", "們", 0.9, "pinyin")]
 
 
-def test_an_edit_that_only_converts_the_script_is_dropped():
+def test_normalise_is_the_one_conversion_prepare_makes():
+    """Each chunk's simplified view, the whole text's, whether it is simplified text and, in traditional text, each
+    character simplified by itself (乾 stays 乾 in 乾隆 but is 干 alone)."""
+    text = "臺灣的乾隆很好。我們走吧"
+    written = normalise(text, [(0, 8), (8, len(text))])
+    assert not written.mainland and written.simplified == "台湾的乾隆很好。我们走吧" == "".join(v.text for v in written.views)
+    assert [v.alone for v in written.views] == ["台湾的干隆很好。", "我们走吧"]
+    mixed = normalise("我们於是走了", [(0, 6)])  # simplified text with a stray 於: no alone forms are needed
+    assert mixed.mainland and mixed.simplified == "我们于是走了" and mixed.views[0].alone == ""
+    assert [i for i in range(6) if mixed.stray(i)] == [2] and not written.stray(0)
+    plain = normalise("今天天气很好", [(0, 6)])
+    assert plain.mainland and plain.simplified == plain.original and not plain.views[0].traditional
+
+
+def test_the_script_guard_vetoes_an_edit_that_only_converts_the_script():
+    """In traditional text an edit to the character as written or to its own simplified form is vetoed in the
+    rounds; any other edit may be made, and in simplified text the guard never vetoes."""
+    from corrector.guards import NAMED, Proposal
+    from corrector.stages import Chunk
+
+    def vetoed(text: str, i: int, target: str) -> bool:
+        written = normalise(text, [(0, len(text))])
+        view = written.views[0]
+        chunk = Chunk(0, 0, view.text, None, {}, view if view.traditional else None, written.mainland)
+        return NAMED["script"].veto(Proposal(chunk, i, target, {}, {}), CorrectorConfig()) is not None
+
+    assert vetoed("臺灣的乾隆很好。", 0, "臺") and vetoed("臺灣的乾隆很好。", 3, "干")  # read as 台 and 乾
+    assert not vetoed("臺灣的乾隆很好。", 1, "弯") and not vetoed("臺灣的乾隆很好。", 3, "钱")
+    assert not vetoed("我们於是走了", 2, "於") and not vetoed("今天天气很好", 0, "金")
+
+
+def test_edits_go_back_in_the_original_script_and_are_never_dropped():
     view = simplified_view("臺灣的天氣很好。")  # the model reads 台湾的天气很好。
-    edits = [Edit(0, "台", "臺", 0.9, "shape"), Edit(1, "湾", "弯", 0.8, "pinyin")]
-    assert restore_edits(view, edits) == [Edit(1, "灣", "彎", 0.8, "pinyin")]
+    assert restore_edits(view, [Edit(1, "湾", "弯", 0.8, "pinyin")]) == [Edit(1, "灣", "彎", 0.8, "pinyin")]
+
+
+def test_a_script_veto_counts_towards_no_max_edits(fake_tiny_bundle, monkeypatch: pytest.MonkeyPatch):
+    """The script rule is a veto in the rounds: the vetoed site takes no place under max_edits, so the sentence's
+    next edit is made, and explain names the rule. (The tiny vocabulary has no pair of scripts: 很 is made to be 行
+    written another way.)"""
+    import corrector.text.script as script
+
+    monkeypatch.setattr(script, "_alone", lambda c: "行" if c == "很" else c)
+    text = "今天天氣很好"  # traditional text (氣), read as 今天天气很好
+    fix = fake_corrector(fake_tiny_bundle, FakeNetworks(prefer={"气": [("汽", 12.0)], "很": [("行", 14.0)]}))
+    for cap in (0, 1):
+        assert [(e.position, e.source, e.target) for e in fix.correct(text, max_edits=cap).edits] == [(3, "氣", "汽")]
+    assert fix.explain(text, max_edits=1).chars[4].decision == "kept: 行 would only change the character's script"
 
 
 @pytest.mark.parametrize("before, after, regional", [

@@ -1,14 +1,15 @@
 """Traditional Chinese: the model reads a simplified view of each chunk; its edits go back in the original script.
 
-The networks were trained on simplified text. A chunk with traditional characters is converted with
-OpenCC (``t2s``) character for character (the view has the chunk's length and only Han characters
-differ), corrected, and each edit is mapped back:
+The networks were trained on simplified text. ``normalise`` is the one step that converts a text between scripts,
+made once by ``prepare``: each chunk is converted with OpenCC (``t2s``) character for character (the view has the
+chunk's length and only Han characters differ), the text is told simplified or traditional (``simplified_text``),
+and in traditional text each character's own simplified form is kept beside the view (``ScriptView.alone``: what
+the ``script`` guard compares an edit with, so that a spelling corrector never converts a correct character). The
+later stages read these from the prepared chunk. At the end ``restore_edits`` maps each edit back:
 
 - the edit keeps the original character as its source;
 - its target is written in traditional script (OpenCC ``s2t`` on the corrected view, so a phrase such
-  as 我们 gives 我們), checked to simplify back to what the model chose;
-- an edit that would only change the script of the original character (one simplifies to the other)
-  is dropped: a spelling corrector never converts a correct character.
+  as 我们 gives 我們), checked to simplify back to what the model chose.
 
 ``regional_form`` is the same rule for words in any script: an edit that Taiwan's conversion cannot see
 (计画 → 计划) is a regional standard, not a spelling error (``protect_regional_forms``).
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Protocol
 
 from corrector.text.chars import is_cjk
@@ -84,10 +87,12 @@ def to_traditional(text: str) -> str:
 
 @dataclass(frozen=True)
 class ScriptView:
-    """A chunk (``original``) and what the model reads (``text``, same length)."""
+    """A chunk (``original``) and what the model reads (``text``, same length); in traditional text also each
+    original character simplified by itself (``alone``, same length; empty otherwise)."""
 
     original: str
     text: str
+    alone: str = ""
 
     @property
     def traditional(self) -> bool:
@@ -105,8 +110,43 @@ def simplified_view(chunk: str) -> ScriptView:
     return ScriptView(chunk, view)
 
 
+@dataclass(frozen=True)
+class Normalised:
+    """A text in both scripts, as ``prepare`` makes it once: as written (``original``), the chunks' simplified views
+    put together (``simplified``, same length), each chunk's view (``views``, one per span), and whether it is
+    simplified text (``mainland``: then a character the two differ at is a stray typo)."""
+
+    original: str
+    simplified: str
+    views: tuple[ScriptView, ...]
+    mainland: bool
+
+    def stray(self, i: int) -> bool:
+        """Character ``i`` is a traditional character in simplified text."""
+        return self.mainland and self.original[i] != self.simplified[i]
+
+
+def normalise(text: str, spans: Sequence[tuple[int, int]]) -> Normalised:
+    """The text in simplified script, one view per span (``spans`` tile it): the only conversion between scripts
+    before the edits go back (``restore_edits``)."""
+    views = [simplified_view(text[s:e]) for s, e in spans]
+    mainland = simplified_text(text, views)
+    if not any(v.traditional for v in views):
+        return Normalised(text, text, tuple(views), mainland)
+    if not mainland:
+        views = [replace(v, alone="".join(map(_alone, v.original))) if v.traditional else v for v in views]
+    return Normalised(text, "".join(v.text for v in views), tuple(views), mainland)
+
+
+@lru_cache(maxsize=65536)
+def _alone(char: str) -> str:
+    """``char`` in simplified script by itself (itself where OpenCC writes more than one character)."""
+    return _one_char(to_simplified(char), char)
+
+
 def restore_edits(view: ScriptView, edits: list[Edit]) -> list[Edit]:
-    """Edits on the simplified view (chunk positions) as edits on the original chunk."""
+    """Edits on the simplified view (chunk positions) as edits on the original chunk. None only changes a
+    character's script: the ``script`` guard vetoed those in the rounds."""
     if not view.traditional or not edits:
         return edits
     corrected = list(view.text)
@@ -114,13 +154,9 @@ def restore_edits(view: ScriptView, edits: list[Edit]) -> list[Edit]:
         corrected[e.position] = e.target
     traditional = to_traditional("".join(corrected))
     aligned = len(traditional) == len(corrected)
-    out = []
-    for e in edits:
-        source = view.original[e.position]
-        target = _traditional_form(e.target, traditional[e.position] if aligned else None)
-        if not _same_character(source, target):
-            out.append(Edit(e.position, source, target, e.confidence, e.reason))
-    return out
+    return [Edit(e.position, view.original[e.position],
+                 _traditional_form(e.target, traditional[e.position] if aligned else None), e.confidence, e.reason)
+            for e in edits]
 
 
 def regional_form(before: str, after: str) -> bool:
@@ -166,11 +202,6 @@ def _traditional_form(simplified: str, in_context: str | None) -> str:
         if cand is not None and is_cjk(cand) and to_simplified(cand) == simplified:
             return cand
     return simplified
-
-
-def _same_character(a: str, b: str) -> bool:
-    """The same character or two scripts of one character (both simplify to the same one)."""
-    return a == b or to_simplified(a) == to_simplified(b)
 
 
 def _one_char(converted: str, fallback: str) -> str:
