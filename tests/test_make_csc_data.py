@@ -314,12 +314,13 @@ def test_cli_is_deterministic_across_processes(data, tmp_path):
     assert b"\t" in outs[0][0] and len(outs[0][1].splitlines()) == 5
 
 
-def test_hard_clean_sentences_hold_digits_latin_or_a_rare_character():
+def test_hard_clean_sentences_hold_digits_latin_quotations_or_a_rare_character():
     from training.data.make_csc_data import hard_clean
 
     common = "我们今天去公园玩"
-    sentences = [common * 3, "我们2024年去公园", "我们去ＡＰＰ公园", "我们去Costco玩", "我们今天去鄱阳湖玩"]
-    assert hard_clean(sentences) == [False, True, True, True, False]  # 5 distinct rare-enough chars: all common
+    sentences = [common * 3, "我们2024年去公园", "我们去ＡＰＰ公园", "我们去Costco玩", "我们今天去鄱阳湖玩",
+                 "我们今天去“公园”", "我们玩《公园》"]
+    assert hard_clean(sentences) == [False, True, True, True, False, True, True]  # 鄱阳湖: few enough to be common
     import training.data.make_csc_data as m
 
     old, m.RARE_AFTER = m.RARE_AFTER, 8  # only the 8 most frequent characters are common
@@ -381,3 +382,46 @@ def test_lm_worse_keeps_only_the_errors_the_lm_finds_worse(tables):
     assert made[1] == {"他己经走了", "他已经走了"}  # 再 is never written; those sentences stay as they were
     with pytest.raises(ValueError, match="lm_worse needs an LM"):
         Corrupter(tables, _vocab(), random.Random(0), config=CorruptionConfig(lm_worse=True))
+
+
+def test_generator_kind_writes_what_the_generator_proposes_in_context(tables):
+    """generator: at one position, one of the proposals for that position (drawn by probability), never the
+    character written nor one the corpus does not write; the kind needs a proposer."""
+    calls = []
+
+    def propose(text: str, i: int) -> list[tuple[str, float]]:
+        calls.append((text, i))
+        return [(text[i], 0.5), ("再", 0.3), ("坐", 0.2), ("☃", 0.1)]
+
+    config = CorruptionConfig(mix=parse_mix("generator=1"))
+    corrupter = Corrupter(tables, _vocab(), random.Random(0), config=config, propose=propose)
+    made = [corrupter.corrupt("他在车站候车", n_errors=1) for _ in range(60)]
+    assert all(kinds == ["generator"] for _, _, kinds in made)
+    for (source, target, _), (text, i) in zip(made, calls, strict=True):
+        assert text == target and source[:i] + source[i + 1:] == target[:i] + target[i + 1:]
+        assert source[i] in "再坐"
+    assert {s[i] for (s, _, _), (_, i) in zip(made, calls, strict=True)} == {"再", "坐"}
+    with pytest.raises(ValueError, match="no error kind"):
+        Corrupter(tables, _vocab(), random.Random(0), config=config)
+
+
+def test_generator_proposer_reads_a_generator_folder(tmp_path):
+    """A tiny generator saved as the pretraining state saves it: top_k CJK characters, most probable first, the
+    written character and special tokens never among them, probabilities of the softmax over the vocabulary."""
+    torch = pytest.importorskip("torch")
+    from transformers import ElectraConfig, ElectraForMaskedLM
+
+    from training.data.generator_errors import GeneratorProposer
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", *"他在车站候再坐了"]
+    torch.manual_seed(0)
+    config = ElectraConfig(vocab_size=len(vocab), embedding_size=8, hidden_size=8, num_hidden_layers=1,
+                           num_attention_heads=1, intermediate_size=16, max_position_embeddings=8)
+    ElectraForMaskedLM(config).save_pretrained(tmp_path)
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    proposer = GeneratorProposer(tmp_path, top_k=4)
+    text = "他在车站候车了他在车站"  # longer than the model: a window around the position is read
+    for i in (1, 9):
+        got = proposer.propose(text, i)
+        assert len(got) == 4 and all(c in "他在车站候再坐了" and c != text[i] for c, _ in got)
+        assert [p for _, p in got] == sorted((p for _, p in got), reverse=True) and 0 < sum(p for _, p in got) < 1

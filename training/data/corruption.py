@@ -20,9 +20,10 @@ from corrector.evidence.similarity import SimilarityTables, pinyin_similarity
 from corrector.text.chars import _CJK_RANGES, is_cjk
 from training.data.homophones import HomophoneIndex
 
-KINDS = ("word", "fuzzy", "sound", "shape", "random", "prior", "lm", "function")
+KINDS = ("word", "fuzzy", "sound", "shape", "random", "prior", "lm", "function", "generator")
 # fuzzy: a whole word an IME with fuzzy pinyin offers (z/zh, c/ch, s/sh, n/l, an/ang, en/eng, in/ing), beyond the
-# plain homophones of "word"
+# plain homophones of "word"; generator: a character the pretraining generator puts at the masked position
+# (training.data.generator_errors), sounding or looking alike or not
 # function: the slips between function words and their homophones that native writers make whatever they
 # write about (的/地/得, 在/再, 做/作, 象/像, 已/以, ...): each character with what it is written as instead,
 # weighted by how often (a rough order from mainland proofreading guides; both directions occur)
@@ -117,19 +118,21 @@ class Corrupter:
         prior: dict[str, dict[str, float]] | None = None,
         lm_score: Callable[[list[str]], Sequence[float]] | None = None,
         fuzzy: HomophoneIndex | None = None,
+        propose: Callable[[str, int], list[tuple[str, float]]] | None = None,
     ) -> None:
         self.tables = tables
         self.lm_score = lm_score  # texts -> their LM log-probabilities (the "lm" kind)
         self.rng = rng
         self.homophones = homophones
         self.fuzzy = fuzzy  # the fuzzy-pinyin index (HomophoneIndex(fuzzy=True)) of the "fuzzy" kind
+        self.propose = propose  # (text, position) -> the generator's [(character, probability)] there
         self.lm_rejected: collections.Counter[str] = collections.Counter()  # errors lm_worse undid, by kind
         self.config = cfg = config or CorruptionConfig()
         self.vocab_chars = frozenset(t for t in vocab if is_cjk(t))
         self._segment = segment
         self.prior = prior or {}
         self._kinds = [k for k in KINDS if cfg.mix.get(k, 0) > 0 and (k != "word" or homophones is not None)
-                       and (k != "fuzzy" or fuzzy is not None)
+                       and (k != "fuzzy" or fuzzy is not None) and (k != "generator" or propose is not None)
                        and (k != "prior" or self.prior) and (k != "lm" or lm_score is not None)]
         if not self._kinds:
             raise ValueError("no error kind is usable (a word-only mix needs a HomophoneIndex, a prior-only mix "
@@ -254,6 +257,20 @@ class Corrupter:
         touched[i] = True
         return [i]
 
+    def _generator_error(self, chars: list[str], touched: list[bool]) -> list[int]:
+        """At one editable position, one of the generator's proposals there, drawn by its probability."""
+        assert self.propose is not None
+        positions = [i for i, c in enumerate(chars) if not touched[i] and self._editable(c)]
+        if not positions:
+            return []
+        i = positions[self.rng.randrange(len(positions))]
+        proposed = [(c, p) for c, p in self.propose("".join(chars), i) if c != chars[i] and self.usable(c)]
+        if not proposed:
+            return []
+        chars[i] = self.rng.choices([c for c, _ in proposed], [p for _, p in proposed])[0]
+        touched[i] = True
+        return [i]
+
     def _word_error(self, index: HomophoneIndex | None, spans: list[tuple[int, str]], chars: list[str],
                     touched: list[bool]) -> list[int]:
         assert index is not None
@@ -306,6 +323,8 @@ class Corrupter:
                                                touched)
                 elif kind == "lm":
                     changed = self._lm_error(chars, touched)
+                elif kind == "generator":
+                    changed = self._generator_error(chars, touched)
                 else:
                     changed = self._char_error(kind, chars, touched)
                 if changed and self.config.lm_worse and not self._lm_finds_worse(before, chars):

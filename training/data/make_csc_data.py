@@ -20,6 +20,8 @@ seed give a byte-identical file. The synthetic errors copy how real ones happen:
 * ``lm``: an error the character n-gram LM alone cannot tell apart: a few draws from the prior (or the
   sound table) at a few positions, the one the LM likes best kept if it costs the sentence at most
   ``lm_margin`` nats of LM log-probability. These are the errors the networks must learn to catch.
+* ``generator``: one character swapped for one the pretraining generator writes at that position masked (its
+  top 30, by probability; ``--generator``): substitutions the context makes plausible, alike or not.
 * ``function``: a function word slipped into its homophone, as native writers do whatever the topic (的/地/得,
   在/再, 做/作, 象/像, 已/以, 那/哪, ...: ``corruption.FUNCTION_SLIPS``).
 
@@ -63,6 +65,7 @@ from .corruption import (
     parse_mix,
     writable_chars,
 )
+from .generator_errors import DEFAULT_GENERATOR, GeneratorProposer
 from .homophones import HomophoneIndex
 from .pair_files import (  # also imported from here
     BENCHMARK_FILE,
@@ -125,17 +128,19 @@ class Stats:
 
 
 RARE_AFTER = 3500  # a character outside the sample's this many most frequent (the size of the 常用字 list)
+QUOTING = frozenset("“”「」『』《》·")  # quotations (classical ones too), titles, foreign names' dots
 
 
 def hard_clean(sentences: list[str]) -> list[bool]:
-    """Per sentence: correct text a spelling corrector is tempted to "fix": it holds digits, Latin letters, or a
-    character outside the sample's RARE_AFTER most frequent CJK characters (names, terms, rare words)."""
+    """Per sentence: correct text a spelling corrector is tempted to "fix": it holds digits, Latin letters, a
+    quotation, title or foreign name's dot (``QUOTING``), or a character outside the sample's RARE_AFTER most
+    frequent CJK characters (names, terms, rare words)."""
     counts = collections.Counter(c for s in sentences for c in s if is_cjk(c))
     common = {c for c, _ in counts.most_common(RARE_AFTER)}
 
     def hard(s: str) -> bool:
         return any(c.isdigit() or (c.isalpha() and (c.isascii() or "\uff21" <= c <= "\uff5a"))  # Latin, full width too
-                   or (is_cjk(c) and c not in common) for c in s)
+                   or c in QUOTING or (is_cjk(c) and c not in common) for c in s)
 
     return [hard(s) for s in sentences]
 
@@ -224,6 +229,7 @@ def make_dataset(
     config: CorruptionConfig | None = None,
     homophones: HomophoneIndex | None = None,
     fuzzy: HomophoneIndex | None = None,
+    propose: Callable[[str, int], list[tuple[str, float]]] | None = None,
     min_chars: int = 8,
     max_chars: int = 120,
     min_cjk_share: float = 0.6,
@@ -272,7 +278,7 @@ def make_dataset(
         raise ValueError(f"{sentences_file} has no sentences of {min_chars}..{max_chars} characters")
     random.Random(f"{seed}/order").shuffle(sentences)  # the reservoir's order is not random
     corrupter = Corrupter(tables, vocab, random.Random(f"{seed}/corrupt"), homophones, config, prior=prior,
-                          lm_score=lm_score, fuzzy=fuzzy)
+                          lm_score=lm_score, fuzzy=fuzzy, propose=propose)
     synthetic = []
     pairs_iter = synthetic_pairs(sentences, n, clean_share, corrupter, random.Random(f"{seed}/clean"), stats,
                                  clean_hard_share)
@@ -385,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--lm-margin", type=float, default=CorruptionConfig.lm_margin,
                     help="'lm' errors cost the sentence at most this many nats of LM log-probability "
                          "(default %(default)s)")
+    ap.add_argument("--generator", type=Path, nargs="?", const=DEFAULT_GENERATOR,
+                    help="a generator folder (ElectraForMaskedLM + vocab.txt; default data/pretraining/generator) for the "
+                         "'generator' error kind; needs the train extra")
     ap.add_argument("--lm-worse", action="store_true",
                     help="keep an error only when it lowers the sentence's --lm log-probability (CSCD-IME's filter)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -420,6 +429,8 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--holdout-out must differ from --out")
     if config.mix["prior"] > 0 and args.prior_candidates is None:
         ap.error("a mix with prior=... needs --prior-candidates")
+    if config.mix["generator"] > 0 and args.generator is None:
+        ap.error("a mix with generator=... needs --generator [DIR]")
     uses_lm = config.mix["lm"] > 0 or config.lm_worse
     if uses_lm and (args.lm is None or not (args.lm / "meta.json").is_file()):
         ap.error("a mix with lm=... and --lm-worse need --lm DIR (a character LM from training.evidence.char_lm)")
@@ -442,7 +453,9 @@ def main(argv: list[str] | None = None) -> None:
     stats = make_dataset(
         args.sentences, tables, vocab, args.out, args.n, args.seed, real=args.real, real_repeat=args.real_repeat,
         holdout=args.holdout, holdout_out=args.holdout_out, clean_share=args.clean_share,
-        clean_hard_share=args.clean_hard_share, config=config, homophones=homophones, fuzzy=fuzzy, min_chars=args.min_chars,
+        clean_hard_share=args.clean_hard_share, config=config, homophones=homophones, fuzzy=fuzzy,
+        propose=GeneratorProposer(args.generator).propose if config.mix["generator"] > 0 else None,
+        min_chars=args.min_chars,
         max_chars=args.max_chars, min_cjk_share=args.min_cjk_share, progress=not args.no_progress, prior=prior,
         lm_score=lm_scorer(args.lm) if uses_lm else None, distinct=args.distinct,
         exclude=frozenset(t for path in args.exclude_targets for _, t in read_pairs(path)[0]),
