@@ -1,5 +1,8 @@
 """python -m training.build: the shipped recipe (training/recipes/default.toml), sizes shrunk, end to end on a tiny
-data folder; a second run skips every stage, a changed setting runs that stage and those that read it again."""
+data folder; a second run skips every stage, a changed setting runs that stage and those that read it again; a
+candidate bundle from another pair (--from-stage, --reuse, --set) and the pair recipe on what it built. The recipe's
+typed tables expand to the argument lists the recipe's earlier format gave, and a bad recipe fails before anything
+runs, in one line naming the stage and key."""
 
 from __future__ import annotations
 
@@ -16,33 +19,33 @@ from test_training_pipeline import CORPUS
 from training import build
 
 DEFAULT = ROOT / "training" / "recipes" / "default.toml"
+OLD_ARGV = ROOT / "tests" / "golden" / "recipe_default_argv.json"  # default.toml's commands as its list format gave
 
 # Only sizes change (and the name); every stage, command and flag is default.toml's. (old, new, how many times)
 TINY = [
-    ('name = "default"', 'name = "tiny"', 1),
+    ('name = "default"\nbundle', 'name = "tiny"\nbundle', 1),
     ('init = "{pretrain_cpu}/snapshots/tok0080.0M"', 'init = "{pretrain_cpu}"', 1),
-    ('"--config", "cpu-g4"', '"--config", "debug"', 2),
-    ('"--max-steps", "24500"', '"--max-steps", "4"', 1),
-    ('"--batch-size", "64", "--seq-len", "64"', '"--batch-size", "4", "--seq-len", "32"', 1),
-    ('"--stop-after", "19532"', '"--stop-after", "3"', 1),
-    ('"--batch-size", "512", "--seq-len", "64"', '"--batch-size", "4", "--seq-len", "32"', 1),
-    ('"--max-steps", "5567"', '"--max-steps", "3"', 1),
-    ('"--batch-size", "128"', '"--batch-size", "4"', 1),
-    ('"--max-steps", "7000"', '"--max-steps", "3"', 1),
-    ('"--eval-every", "500"', '"--eval-every", "2"', 1),
-    ('"--eval-every", "1000"', '"--eval-every", "2"', 3),
-    ('"--eval-every", "1500"', '"--eval-every", "2"', 1),
-    ('"--n", "300000"', '"--n", "60"', 1),
-    ('"--n", "2100000", "--distinct", "520000"', '"--n", "60", "--distinct", "5"', 1),
-    ('"--n", "12000"', '"--n", "20"', 1),
-    ('"--batch-size", "256"', '"--batch-size", "4"', 2),
-    ('"--max-steps", "2699"', '"--max-steps", "3"', 1),
-    ('"--max-steps", "1538"', '"--max-steps", "3"', 1),
-    ('"--holdout", "1000"', '"--holdout", "5"', 9),
-    ('"--in-domain-holdout", "1000"', '"--in-domain-holdout", "5"', 1),
-    ('"--prune", "0,0,5,8"', '"--prune", "0,0,0,0", "--vocab-size", "300"', 1),
-    ('"--max-changed", "0.10"', '"--max-changed", "1"', 1),
-    ('"--max-fpr-each", "0.03"', '"--max-fpr-each", "1"', 1),
+    ('config = "cpu-g4"', 'config = "debug"', 2),
+    ("max-steps = 24500", "max-steps = 4", 1),
+    ("batch-size = 64\nseq-len = 64", "batch-size = 4\nseq-len = 32", 1),
+    ("stop-after = 19532", "stop-after = 3", 1),
+    ("batch-size = 512\nseq-len = 64", "batch-size = 4\nseq-len = 32", 1),
+    ("max-steps = 5567", "max-steps = 3", 1),
+    ("batch-size = 128", "batch-size = 4", 1),
+    ("max-steps = 7000", "max-steps = 3", 1),
+    ("eval-every = 500\n", "eval-every = 2\n", 1),
+    ("eval-every = 1000", "eval-every = 2", 3),
+    ("eval-every = 1500", "eval-every = 2", 1),
+    ("n = 300000", "n = 60", 1),
+    ("n = 2100000\ndistinct = 520000", "n = 60\ndistinct = 5", 1),
+    ("n = 12000", "n = 20", 1),
+    ("batch-size = 256", "batch-size = 4", 2),
+    ("max-steps = 2699", "max-steps = 3", 1),
+    ("max-steps = 1538", "max-steps = 3", 1),
+    ("holdout = 1000  #", "holdout = 5  #", 1),
+    ('prune = "0,0,5,8"', 'prune = "0,0,0,0"\nvocab-size = 300', 1),
+    ("max-changed = 0.10", "max-changed = 1", 1),
+    ("max-fpr-each = 0.03", "max-fpr-each = 1", 1),
 ]
 
 
@@ -84,13 +87,17 @@ def stages_said(out: str) -> dict[str, str]:
     return said
 
 
+def planned(out: str) -> dict[str, str]:
+    return dict(line.split(None, 1) for line in out.splitlines() if not line.startswith("#"))
+
+
 @pytest.mark.slow
 def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, capsys):
     from corrector import Corrector
 
     recipe, data, out = tiny_recipe(tmp_path / "tiny.toml"), tiny_data(tmp_path / "data"), tmp_path / "build"
     args = ["--recipe", str(recipe), "--data", str(data), "--out", str(out)]
-    names = [s.name for s in build.load_recipe(str(recipe)).stages]
+    names = [s.name for s in build.load_recipe(str(recipe)).stages if not s.optional]
     assert build.main(args) == 0
     assert stages_said(capsys.readouterr().out) == dict.fromkeys(names, "runs")
 
@@ -101,7 +108,7 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     assert fixer.name == "default"  # the export's --name
     recorded = fixer.bundle.manifest.provenance["recipe"]
     assert recorded["name"] == "tiny" and recorded["sha256"] == hashlib.sha256(recipe.read_bytes()).hexdigest()
-    assert [s["name"] for s in recorded["settings"]["stage"]] == names
+    assert [s["name"] for s in recorded["settings"]["stage"]] == [*names, "false_positives"]
     assert set(fixer.bundle.manifest.metrics) == {"sighan15_test", "sighan15_test_no_lm", "dev_split_lm_cross_fitted",
                                                   "dev_split_no_lm"}
     assert fixer.bundle.manifest.corrector_defaults == {"protect_foreign_names": 0.005, "rtd_floor": 0.001}
@@ -113,13 +120,12 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     assert stages_said(capsys.readouterr().out) == dict.fromkeys(names, "up to date")
     assert {n: (out / "state" / f"{n}.json").read_text(encoding="utf-8") for n in names} == records
 
-    # one setting of the vetoes changed: that stage and the two that start from its bundle run again
-    recipe.write_text(recipe.read_text(encoding="utf-8").replace('"--min-edits", "5"', '"--min-edits", "4"'),
-                      encoding="utf-8")
+    # one setting of the vetoes changed: that stage and those that start from its bundle run again
+    recipe.write_text(recipe.read_text(encoding="utf-8").replace("min-edits = 5", "min-edits = 4"), encoding="utf-8")
     assert build.main([*args, "--plan"]) == 0
-    planned = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
     again = ("veto", "threshold", "calibrate", "metrics")
-    assert planned == {n: ("runs" if n in again else "up to date") for n in names}
+    optional = {"false_positives": "optional (--with false_positives runs it)"}
+    assert planned(capsys.readouterr().out) == {n: ("runs" if n in again else "up to date") for n in names} | optional
     assert build.main(args) == 0
     assert stages_said(capsys.readouterr().out) == {n: ("runs" if n in again else "up to date") for n in names}
     veto = json.loads((out / "bundle" / "ranker.json").read_text(encoding="utf-8"))["meta"]["veto"]
@@ -127,44 +133,188 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
 
     # from a given pair: the from-scratch pretraining is skipped, the pretraining from the pair and all after it run
     assert build.main([*args, "--init-from", str(out / "pretrain_cpu"), "--plan"]) == 0
-    planned = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
     after = [n for n in names[names.index("pretrain"):]
              if n not in ("csc_native", "ranker_pairs")]  # the synthetic pairs read no network: up to date
-    assert planned == {n: "skipped (--init-from)" if n == "pretrain_cpu" else "runs" if n in after else "up to date"
-                       for n in names}
+    assert planned(capsys.readouterr().out) == {
+        n: "skipped (--init-from)" if n == "pretrain_cpu" else "runs" if n in after else "up to date"
+        for n in names} | optional
+
+    # a candidate bundle from another fine-tuned pair, measured (once benchmarks/bundle_point.sh): the stages
+    # from export on, into their own folder, the earlier ones read from the build; the false positives too
+    cand = tmp_path / "candidate"
+    assert build.main([*args[:4], "--out", str(cand), "--reuse", str(out), "--from-stage", "export",
+                       "--set", f"finetune_native2={out / 'finetune'}", "--with", "false_positives"]) == 0
+    ran = names[names.index("export"):] + ["false_positives"]
+    assert stages_said(capsys.readouterr().out) == dict.fromkeys(ran, "runs")
+    assert sorted(p.name for p in cand.iterdir()) == sorted([*ran, "bundle", "state"])
+    assert "| correct sentences |" in (cand / "false_positives" / "false_positives.md").read_text(encoding="utf-8")
+    cand_recipe = json.loads((cand / "bundle" / "manifest.json").read_text(encoding="utf-8"))["provenance"]["recipe"]
+    assert cand_recipe["set"] == [f"finetune_native2={out / 'finetune'}"] and cand_recipe["ran"] == ran
+
+    # the pair recipe (once benchmarks/pair_point.sh, refit_point.sh) on that pair, with the built bundle's evidence
+    pair = tmp_path / "pair"
+    assert build.main(["--recipe", "pair", "--data", str(data), "--out", str(pair), "--set", f"finetune={out / 'finetune'}",
+                       "--set", f"shipped={out / 'bundle'}", "--set", "holdout=5", "--with", "refit",
+                       "--set", "limit=20"]) == 0
+    assert stages_said(capsys.readouterr().out) == dict.fromkeys(["splits", "export", "nolm", "lm", "refit"], "runs")
+    for mode, use_lm in (("nolm", False), ("lm", True)):
+        chosen = json.loads((pair / mode / "choose.json").read_text(encoding="utf-8"))
+        assert chosen["use_lm"] is use_lm and 0 < chosen["threshold"] < 1
+        defaults = json.loads((pair / mode / "bundle" / "manifest.json").read_text(encoding="utf-8"))["corrector_defaults"]
+        assert defaults == chosen  # SIGHAN-15 decoded at the threshold chosen on dev
+        assert json.loads((pair / mode / "sighan15.json").read_text(encoding="utf-8"))["threshold"] == chosen["threshold"]
+    assert {p.name for p in (pair / "refit").glob("*.json")} >= {"dev_lm.json", "sighan15_nolm.json", "ranker.json"}
 
 
-def test_bad_recipes_and_arguments_exit_with_one_line(tmp_path, capsys):
+def same(a: str, b: str) -> bool:
+    try:
+        return a == b or float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def test_default_recipe_expands_to_the_argument_lists_of_its_earlier_format():
+    """Every stage's commands, placeholders filled in as DATA and OUT/STAGE, are the lists the recipe's list format
+    gave (tests/golden/recipe_default_argv.json, dumped from it before the change): the same flags in the same
+    order, the same values; a number may be spelt otherwise (5e-4 is 0.0005)."""
+    old = json.loads(OLD_ARGV.read_text(encoding="utf-8"))
+    recipe = build.load_recipe("default")
+    builder = build.Builder(recipe, Path("DATA"), Path("OUT"))
+    for stage in recipe.stages:
+        if stage.optional:
+            continue
+        new = [builder.argv(stage, c) for c in stage.commands]
+        assert [len(c) for c in new] == [len(c) for c in old[stage.name]], stage.name
+        assert all(same(a, b) for n, o in zip(new, old[stage.name]) for a, b in zip(n, o)), (stage.name, new)
+    assert [s.name for s in recipe.stages if not s.optional] == list(old)
+    pretrain = builder.argv(recipe.stage("pretrain"), recipe.stage("pretrain").commands[0])
+    assert pretrain[-2:] == ["--init-from", "OUT/pretrain_cpu/snapshots/tok0080.0M"]  # the recipe's init
+    # the list of the ranker's products and the dev split's size are written once
+    text = DEFAULT.read_text(encoding="utf-8")
+    assert text.count("lm_gain*pinyin") == 1
+    assert [v for v in re.findall(r"holdout = (\S+)", text) if v[0].isdigit()] == ["1000"]
+
+
+def test_bad_recipes_and_arguments_exit_with_one_line_before_anything_runs(tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
+    splits = '[[stage]]\nname = "a"\nmodule = "training.data.splits"\n'
     cases = {
-        "missing.toml": "does not exist",
-        "nostage.toml": "no [[stage]] tables",
-        "forward.toml": "reads {later}, which is not an earlier stage",
-        "module.toml": "is neither a training module",
-        "key.toml": "unknown keys ['runs']",
-        "reserved.toml": "(not data, init, state, bundle), got 'bundle'",
+        "missing.toml": ("", "does not exist"),
+        "nostage.toml": ('name = "x"\n', "no [[stage]] tables"),
+        "forward.toml": (splits + 'args = {out = "{later}"}\n[[stage]]\nname = "later"\nmodule = "training.data.splits"\n',
+                         "stage 'a' args.out: reads {later}, which is not an earlier stage or a [vars] name"),
+        "module.toml": ('[[stage]]\nname = "a"\nmodule = "os.system"\n', "stage 'a' module: 'os.system' is not a training module"),
+        "key.toml": ('[[stage]]\nname = "a"\nruns = []\n', "stage 'a' has unknown keys ['runs']"),
+        "top.toml": ('stages = 1\n' + splits, "unknown top-level keys ['stages']"),
+        "reserved.toml": ('[[stage]]\nname = "bundle"\nmodule = "training.data.splits"\n',
+                          "(not data, init, state, bundle), got 'bundle'"),
+        "flag.toml": (splits + 'args = {holdouts = 5}\n', "stage 'a' args.holdouts: python -m training.data.splits has no --holdouts"),
+        "switch.toml": (splits + 'args = {holdout = true}\n', "stage 'a' args.holdout: --holdout takes a value, not true/false"),
+        "list.toml": (splits + 'args = {holdout = [1, 2]}\n', "stage 'a' args.holdout: --holdout takes one value, not a list"),
+        "type.toml": (splits + 'args = {holdout = "many"}\n',
+                      "stage 'a': python -m training.data.splits: argument --holdout: invalid int value: 'many'"),
+        "table.toml": (splits + 'args = {holdout = {n = 1}}\n', "stage 'a' args.holdout: {'n': 1} is not text, a number"),
+        "var.toml": ('[vars]\na = 1\n' + splits, "vars.a: a [vars] name is"),
+        "inside.toml": ('[vars]\nl = [1, 2]\n' + splits + 'args = {out = "x{l}"}\n', "stage 'a' args.out: [vars] l is a list"),
+        "both.toml": (splits + '[[stage.run]]\nmodule = "training.data.splits"\n', "either one command"),
+        "helper.toml": ('[[stage]]\nname = "a"\nwrite_json = "x"\n', "stage 'a' value: expected a table"),
+        "init.toml": ('[[stage]]\nname = "a"\nmodule = "training.networks.finetune"\nargs = {init = "{init}"}\n',
+                      "stage 'a' reads {init}, but neither the recipe nor --init-from names one"),
     }
-    (tmp_path / "reserved.toml").write_text('[[stage]]\nname = "bundle"\nrun = [["training.data.prepare"]]\n',
-                                            encoding="utf-8")
-    (tmp_path / "nostage.toml").write_text('name = "x"\n', encoding="utf-8")
-    (tmp_path / "forward.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.data.prepare", "{later}"]]\n'
-                                           '[[stage]]\nname = "later"\nrun = [["training.data.prepare"]]\n', encoding="utf-8")
-    (tmp_path / "module.toml").write_text('[[stage]]\nname = "a"\nrun = [["os.system", "ls"]]\n', encoding="utf-8")
-    (tmp_path / "key.toml").write_text('[[stage]]\nname = "a"\nruns = []\n', encoding="utf-8")
-    for name, message in cases.items():
+    for name, (text, message) in cases.items():
+        if text:
+            (tmp_path / name).write_text(text, encoding="utf-8")
         assert build.main(["--recipe", str(tmp_path / name), "--data", str(data), "--out", str(tmp_path / "o")]) == 1
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, (name, err)
+        assert not (tmp_path / "o").exists(), name  # nothing ran
+    bad_sets = {"nosuch=1": "'nosuch' is neither a stage, a STAGE.KEY nor a [vars] name", "holdout": "write NAME=VALUE",
+                "a.holdout=x": "invalid int value: 'x'"}
+    (tmp_path / "ok.toml").write_text(splits + 'args = {out = "{a}/dev.tsv"}\n', encoding="utf-8")
+    for item, message in bad_sets.items():
+        assert build.main(["--recipe", str(tmp_path / "ok.toml"), "--data", str(data), "--out", str(tmp_path / "o"),
+                           "--set", item]) == 1
+        assert message in capsys.readouterr().err, item
     # a stage whose command fails stops the build there and says which
-    (tmp_path / "fails.toml").write_text('[[stage]]\nname = "a"\nrun = [["training.data.prepare", "--corpus", '
-                                         '"{data}/none", "--out", "{a}"]]\n', encoding="utf-8")
+    (tmp_path / "fails.toml").write_text('[[stage]]\nname = "a"\nmodule = "training.data.prepare"\n'
+                                         'args = {corpus = "{data}/none", out = "{a}"}\n', encoding="utf-8")
     assert build.main(["--recipe", str(tmp_path / "fails.toml"), "--data", str(data), "--out", str(tmp_path / "o")]) == 1
     assert "stage 'a': python -m training.data.prepare failed" in capsys.readouterr().err
     assert not (tmp_path / "o" / "state" / "a.json").exists()
     assert build.main(["--recipe", "default", "--data", str(data), "--out", str(tmp_path / "o"),
                        "--init-from", str(tmp_path)]) == 1
     assert "no discriminator/ there" in capsys.readouterr().err
+
+
+CHAIN = """name = "chain"
+[vars]
+holdout = 3
+[[stage]]
+name = "a"
+module = "training.data.splits"
+args = {data = "{data}", holdout = "{holdout}", out = "{a}/dev.tsv"}
+[[stage]]
+name = "b"
+[[stage.run]]
+write_json = "{b}/x.json"
+value = {n = "{holdout}", from = "{a}/dev.tsv"}
+[[stage.run]]
+merge_json = "{b}/merged.json"
+files = {x = "{b}/x.json"}
+[[stage]]
+name = "c"
+module = "training.data.splits"
+args = {data = "{data}", holdout = "{holdout}", out = "{c}/dev.tsv", train-file = "{a}/dev.tsv"}
+[[stage]]
+name = "d"
+optional = true
+module = "training.data.splits"
+args = {data = "{data}", holdout = "{holdout}", out = "{d}/dev.tsv", check-train = "{b}/x.json"}
+"""
+
+
+def test_from_stage_to_stage_only_with_and_set_choose_what_runs_and_where_it_reads(tmp_path, capsys):
+    """On a recipe of cheap stages: which stages --from-stage, --to-stage, --only and --with run, where the others are
+    read (--reuse, --set STAGE=PATH), what --dry-run prints, and that a stage read from nowhere stops the build."""
+    (tmp_path / "chain.toml").write_text(CHAIN, encoding="utf-8")
+    data = tiny_data(tmp_path / "data")
+    base = ["--recipe", str(tmp_path / "chain.toml"), "--data", str(data)]
+
+    def plan(*more: str, out: Path = tmp_path / "o") -> dict[str, str]:
+        assert build.main([*base, "--out", str(out), "--plan", *more]) == 0
+        return planned(capsys.readouterr().out)
+    assert plan() == {"a": "runs", "b": "runs", "c": "runs", "d": "optional (--with d runs it)"}
+    assert plan("--to-stage", "b", "--with", "d")["c"].startswith("not run")
+    assert build.main([*base, "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    assert json.loads((tmp_path / "o" / "b" / "x.json").read_text()) == {"n": 3, "from": str(tmp_path / "o" / "a" / "dev.tsv")}
+    assert plan() == {"a": "up to date", "b": "up to date", "c": "up to date", "d": "optional (--with d runs it)"}
+    assert plan("--set", "holdout=4") == {"a": "runs", "b": "runs", "c": "runs", "d": "optional (--with d runs it)"}
+    assert plan("--from-stage", "b") == {"a": f"not run (read from {tmp_path / 'o' / 'a'})", "b": "runs", "c": "runs",
+                                          "d": "optional (--with d runs it)"}
+    assert plan("--only", "c", "--with", "d")["c"] == "runs"
+    assert plan("--from-stage", "b", "--to-stage", "b", "--with", "d") == {
+        "a": f"not run (read from {tmp_path / 'o' / 'a'})", "b": "runs",
+        "c": f"not run (read from {tmp_path / 'o' / 'c'})", "d": "not run (read from " + str(tmp_path / "o" / "d") + ")"}
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "dev.tsv").write_text("", encoding="utf-8")
+    assert plan("--set", f"a={given}", out=tmp_path / "o2")["a"] == f"given (--set a={given})"
+
+    # --reuse: the stages that do not run are read from the other build; --dry-run prints the commands, runs none
+    assert build.main([*base, "--out", str(tmp_path / "o2"), "--reuse", str(tmp_path / "o"), "--from-stage", "c",
+                       "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (f"python -m training.data.splits --data {data} --holdout 3 --out {tmp_path / 'o2' / 'c' / 'dev.tsv'} "
+            f"--train-file {tmp_path / 'o' / 'a' / 'dev.tsv'}") in lines
+    assert not (tmp_path / "o2").exists()
+    assert build.main([*base, "--out", str(tmp_path / "o2"), "--reuse", str(tmp_path / "o"), "--only", "c"]) == 0
+    assert stages_said(capsys.readouterr().out) == {"c": "runs"} and (tmp_path / "o2" / "bundle").exists() is False
+    # read from nowhere: refused before anything runs, naming the stage and the folder
+    assert build.main([*base, "--out", str(tmp_path / "o3"), "--from-stage", "c"]) == 1
+    assert f"read a ({tmp_path / 'o3' / 'a'}), which neither run now nor are there" in capsys.readouterr().err
+    assert not (tmp_path / "o3").exists()
 
 
 def test_record_writes_the_recipe_into_a_bundles_manifest_and_nothing_else(tmp_path, capsys):
@@ -185,26 +335,26 @@ def test_record_writes_the_recipe_into_a_bundles_manifest_and_nothing_else(tmp_p
     assert "--out DIR is needed" in capsys.readouterr().err
 
 
-def test_default_recipe_plan_names_every_stage_in_order(tmp_path, capsys):
+def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):
     (tmp_path / "data").mkdir()
-    assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),
-                       "--plan"]) == 0
+    base = ["--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"), "--plan"]
+    assert build.main(["--recipe", "default", *base]) == 0
     plan = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert plan == ["prepare", "similarity", "splits", "candidates", "lm", "csc_data", "pretrain_cpu", "pretrain",
                     "finetune", "csc_native", "finetune_native", "finetune_native2", "ranker_pairs", "export",
-                    "evidence", "ranker", "veto", "threshold", "calibrate", "metrics"]
+                    "evidence", "ranker", "veto", "threshold", "calibrate", "metrics", "false_positives"]
     pair = tmp_path / "pair"
     (pair / "discriminator").mkdir(parents=True)
-    assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),
-                       "--init-from", str(pair), "--plan"]) == 0
+    assert build.main(["--recipe", "default", *base, "--init-from", str(pair)]) == 0
     assert "pretrain_cpu     skipped (--init-from)" in capsys.readouterr().out
+    assert build.main(["--recipe", "pair", *base, "--init-from", str(pair), "--with", "refit"]) == 0
+    assert planned(capsys.readouterr().out) == dict.fromkeys(["splits", "finetune", "export", "nolm", "lm", "refit"], "runs")
 
 
-def flags(recipe: build.Recipe, stage: str, module: str) -> dict[str, str]:
-    """The flags of a stage's command of ``module``, each with the value after it ("" for a switch)."""
-    (cmd,) = [c for s in recipe.stages if s.name == stage for c in s.run if c[0] == module]
-    return {a: (cmd[i + 1] if i + 1 < len(cmd) and not cmd[i + 1].startswith("--") else "")
-            for i, a in enumerate(cmd) if a.startswith("--")}
+def args_of(recipe: build.Recipe, stage: str, module: str) -> dict:
+    """The typed arguments of a stage's command of ``module`` ([vars] put in)."""
+    (args,) = [c.args for c in recipe.stage(stage).commands if c.target == module]
+    return args
 
 
 def test_default_recipe_is_what_the_shipped_manifest_records():
@@ -213,43 +363,41 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     prov, ranker = manifest["provenance"], manifest["ranker"]
     assert prov["recipe"]["sha256"] == recipe.sha256, "the recipe changed: record it (python -m training.build --record)"
     assert prov["recipe"]["settings"] == recipe.settings and "recorded" in prov["recipe"]
-    gpu = flags(recipe, "pretrain", "training.networks.pretrain")
-    assert int(gpu["--max-steps"]) == prov["pretraining"]["step"]
-    tokens = int(gpu["--max-steps"]) * int(gpu["--batch-size"]) * int(gpu["--seq-len"])
+    gpu = args_of(recipe, "pretrain", "training.networks.pretrain")
+    assert gpu["max-steps"] == prov["pretraining"]["step"]
+    tokens = gpu["max-steps"] * gpu["batch-size"] * gpu["seq-len"]
     added = prov["pretraining"]["tokens_seen"] - prov["pretraining"]["init_from"]["tokens_seen"]
     assert abs(tokens - added) / added < 0.01  # (padding makes a step's tokens a little less than its size)
-    cpu = flags(recipe, "pretrain_cpu", "training.networks.pretrain")
-    assert int(cpu["--stop-after"]) * int(cpu["--batch-size"]) * int(cpu["--seq-len"]) == prov["pretraining"]["init_from"]["tokens_seen"]
-    assert gpu["--config"] == cpu["--config"] == prov["pretraining"]["model_config"]
-    ft = flags(recipe, "finetune", "training.networks.finetune")
-    native = [flags(recipe, name, "training.networks.finetune") for name in ("finetune_native", "finetune_native2")]
+    cpu = args_of(recipe, "pretrain_cpu", "training.networks.pretrain")
+    assert cpu["stop-after"] * cpu["batch-size"] * cpu["seq-len"] == prov["pretraining"]["init_from"]["tokens_seen"]
+    assert gpu["config"] == cpu["config"] == prov["pretraining"]["model_config"]
+    ft = args_of(recipe, "finetune", "training.networks.finetune")
+    native = [args_of(recipe, name, "training.networks.finetune") for name in ("finetune_native", "finetune_native2")]
     stages = [*prov["finetune_stages"], prov["finetune"]]  # each fine-tuning run, the first first
-    assert [int(f["--max-steps"]) for f in (ft, *native)] == [s["steps"] for s in stages]
-    assert [int(f["--batch-size"]) for f in native] == [256, 256] and float(native[1]["--lr"]) == 1.5e-4
-    assert all(f["--keep"] == "last" and f["--generator-body"] == "discriminator" for f in (ft, *native))
+    assert [f["max-steps"] for f in (ft, *native)] == [s["steps"] for s in stages]
+    assert [f["batch-size"] for f in native] == [256, 256] and native[1]["lr"] == 1.5e-4
+    assert all(f["keep"] == "last" and f["generator-body"] == "discriminator" for f in (ft, *native))
     assert prov["generator_body"].startswith("the discriminator's") and stages[1]["train_pairs"] == 2_215_986
-    lm = flags(recipe, "lm", "training.evidence.char_lm")
-    assert [int(x) for x in lm["--prune"].split(",")] == manifest["lm"]["prune"]
-    assert int(lm["--order"]) == manifest["lm"]["order"] and lm["--smoothing"] == manifest["lm"]["smoothing"]
-    assert int(lm["--in-domain-weight"]) == manifest["lm"]["in_domain"]["weight"]
-    assert int(lm["--in-domain-folds"]) == ranker["rows_lm"]["folds"]
-    cand = flags(recipe, "candidates", "training.evidence.candidates")
-    assert int(cand["--pool-size"]) == manifest["candidates"]["pool_size"]
-    assert float(cand["--min-pinyin"]) == manifest["candidates"]["min_pinyin"]
-    fit = flags(recipe, "ranker", "training.fitting.ranker")
-    assert fit["--products"].split(",") == ranker["products"] and "--blend-on-dev" in fit
-    assert (int(fit["--hidden"]), float(fit["--max-fpr"])) == (ranker["hidden"], ranker["max_fpr"])
-    assert ranker["shortlist"] in (8, 16) and int(fit["--shortlist"]) == 16  # chosen on dev among --try-shortlists
-    veto = flags(recipe, "veto", "training.fitting.pair_veto")
-    assert (int(veto["--min-edits"]), float(veto["--max-precision"])) == (ranker["veto"]["min_edits"],
-                                                                          ranker["veto"]["max_precision"])
-    chosen = flags(recipe, "threshold", "training.fitting.threshold")
-    assert float(chosen["--max-changed"]) == ranker["threshold_rule"]["max_changed"]
-    assert float(chosen["--max-fpr"]) == ranker["threshold_rule"]["max_fpr"]
-    assert float(chosen["--max-fpr-each"]) == ranker["threshold_rule"]["max_fpr_each"]
-    cmd = next(c for s in recipe.stages if s.name == "threshold" for c in s.run)
-    assert sorted(Path(a).stem for a in cmd if "lemon_dev" in a) == ranker["threshold_rule"]["choose_on"]
-    assert ranker["synthetic_pairs"] == 12000 and "--synthetic-pairs" in fit
-    (write,) = [c for s in recipe.stages if s.name == "evidence" for c in s.run if c[0] == "write_json"]
-    assert json.loads(write[2]) == manifest["corrector_defaults"]
-    assert flags(recipe, "export", "training.bundle.export")["--cpu-onnx"] == manifest["cpu_onnx"]
+    lm = args_of(recipe, "lm", "training.evidence.char_lm")
+    assert [int(x) for x in lm["prune"].split(",")] == manifest["lm"]["prune"]
+    assert lm["order"] == manifest["lm"]["order"] and lm["smoothing"] == manifest["lm"]["smoothing"]
+    assert lm["in-domain-weight"] == manifest["lm"]["in_domain"]["weight"]
+    assert lm["in-domain-folds"] == ranker["rows_lm"]["folds"]
+    cand = args_of(recipe, "candidates", "training.evidence.candidates")
+    assert cand["pool-size"] == manifest["candidates"]["pool_size"]
+    assert cand["min-pinyin"] == manifest["candidates"]["min_pinyin"]
+    fit = args_of(recipe, "ranker", "training.fitting.ranker")
+    assert fit["products"].split(",") == ranker["products"] and fit["blend-on-dev"] is True
+    assert (fit["hidden"], fit["max-fpr"]) == (ranker["hidden"], ranker["max_fpr"])
+    assert ranker["shortlist"] in (8, 16) and fit["shortlist"] == 16  # chosen on dev among --try-shortlists
+    veto = args_of(recipe, "veto", "training.fitting.pair_veto")
+    assert (veto["min-edits"], veto["max-precision"]) == (ranker["veto"]["min_edits"], ranker["veto"]["max_precision"])
+    chosen = args_of(recipe, "threshold", "training.fitting.threshold")
+    assert chosen["max-changed"] == ranker["threshold_rule"]["max_changed"]
+    assert chosen["max-fpr"] == ranker["threshold_rule"]["max_fpr"]
+    assert chosen["max-fpr-each"] == ranker["threshold_rule"]["max_fpr_each"]
+    assert sorted(Path(a).stem for a in chosen["choose-on"]) == ranker["threshold_rule"]["choose_on"]
+    assert ranker["synthetic_pairs"] == 12000 and "synthetic-pairs" in fit
+    (write,) = [c for c in recipe.stage("evidence").commands if c.kind == "write_json"]
+    assert write.args == manifest["corrector_defaults"]
+    assert args_of(recipe, "export", "training.bundle.export")["cpu-onnx"] == manifest["cpu_onnx"]

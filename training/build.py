@@ -1,155 +1,63 @@
 """Build a bundle from a recipe: every stage of the training pipeline, in order, from the data folder alone.
 
     python -m training.build --recipe default --data ../shared/data --out runs/build
-    python -m training.build --recipe my.toml --data DATA --out DIR --init-from PAIR   (pretraining starts there)
-    python -m training.build --recipe default --data ../shared/data --out runs/build --plan   (what would run)
+    python -m training.build --recipe default --out runs/build --init-from PAIR    (pretraining starts from PAIR)
+    python -m training.build --recipe default --out runs/build --plan              (what would run, and why)
+    python -m training.build --recipe default --out runs/build --dry-run           (the commands that would run)
+    python -m training.build --recipe default --out runs/ft100 --reuse runs/build --from-stage export \\
+        --set finetune_native2=runs/ft100                       (a candidate bundle from one fine-tuned pair, measured)
 
-A recipe (``training/recipes/NAME.toml``) lists stages. Each stage has a ``name`` and ``run``, a list of commands,
-each the argument list of a ``python -m training.SUBPACKAGE.MODULE`` command (``training.data.prepare``; called in
-this process through the module's ``main``), or one of two helpers: ``["write_json", PATH, JSON]`` and
-``["merge_json", PATH, "KEY=FILE", ...]``.
-In the commands, ``{data}`` is ``--data``, ``{init}`` the pair pretraining starts from, and ``{NAME}`` the folder
-``OUT/NAME`` of the stage called NAME, where that stage writes. Optional stage keys:
+A recipe (``training/recipes/NAME.toml``; its format: ``training/recipe.py``) lists stages, each a command (or a few)
+with typed arguments; the whole recipe, and every command's arguments against that module's own parser, is checked
+before anything runs. Stage NAME writes in ``OUT/NAME``; ``{NAME}`` in the recipe is that folder.
 
-- ``bundle_from = "STAGE"``: the stage starts from a fresh copy of ``OUT/STAGE/bundle`` in ``OUT/NAME/bundle``
-  (the stages that add evidence to a bundle each keep their own copy, so that any of them can run again).
-- ``init_flag = "--init-from"``: when the recipe's ``init`` or ``--init-from`` names a pair, the stage's first
-  command gets this flag and the pair; ``skip_with_init = true``: the stage does not run when ``--init-from`` is given.
+A stage is skipped when ``OUT/state/NAME.json`` records the same key: a hash of the stage's commands, of the size
+and modification time of every file it reads from ``{data}``, ``{init}`` or a ``--set STAGE=PATH``, and of the
+records of the stages it reads from. So a changed setting runs that stage again and every stage that reads its
+output, directly or not; an interrupted stage runs again (the training commands resume from their checkpoints).
 
-A stage is skipped when ``OUT/state/NAME.json`` records the same key: a hash of the stage's settings, of the size
-and modification time of every file it reads from ``{data}`` or ``{init}``, and of the records of the stages it
-reads from. So a changed setting runs that stage again and every stage that reads its output, directly or not; an
-interrupted stage runs again (the training commands resume from their checkpoints). The recipe's ``bundle`` stage's
-bundle is copied to ``OUT/bundle``, and its manifest's provenance records the recipe: name, sha256 and settings.
-``--record BUNDLE`` runs nothing and records the recipe in BUNDLE's manifest, for a bundle whose stages were run one
-by one (the shipped one: the recipe's header says where they differ from it).
+- ``--from-stage NAME`` runs NAME and every later stage, whatever their records say; the earlier stages are read
+  where they are: ``OUT/STAGE``, or ``REUSE/STAGE`` with ``--reuse REUSE`` (a finished build), or the path of
+  ``--set STAGE=PATH`` (that stage does not run: a fine-tuned pair for ``{finetune_native2}``; a bundle folder for a
+  stage others take ``bundle_from``). ``--to-stage NAME`` stops after NAME; ``--only NAME`` runs NAME alone.
+- ``--set VAR=VALUE`` replaces a ``[vars]`` value and ``--set STAGE.KEY=VALUE`` an argument (``--set
+  ranker.limit=5000``; ``false`` leaves a switch or flag out); values read as TOML (5000, 0.05, true), else as text.
+- ``--with NAME`` also runs an optional stage (``optional = true``: a measurement, say).
+
+The recipe's ``bundle`` stage's bundle is copied to ``OUT/bundle`` when that stage runs (or is up to date), and its
+manifest's provenance records the recipe: name, sha256, settings and what was set or given. ``--record BUNDLE`` runs
+nothing and records the recipe in BUNDLE's manifest, for a bundle whose stages were run one by one (the shipped one:
+the recipe's header says where they differ from it).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib
-import importlib.util
 import json
-import re
+import runpy
+import shlex
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from training.data.location import default_data, require
-
-RECIPES = Path(__file__).resolve().parent / "recipes"
-PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
-HELPERS = ("write_json", "merge_json")
-RESERVED = ("data", "init", "state", "bundle")  # placeholders, and OUT's own folders
-STAGE_KEYS = {"name", "run", "bundle_from", "init_flag", "skip_with_init"}
-
-
-class RecipeError(ValueError):
-    """A recipe that cannot run, with a one-line reason."""
-
-
-@dataclass
-class Stage:
-    name: str
-    run: list[list[str]]
-    settings: dict[str, Any]  # the stage's table as written in the recipe (hashed)
-    bundle_from: str | None = None
-    init_flag: str | None = None
-    skip_with_init: bool = False
-    needs: list[str] = field(default_factory=list)  # stages whose folders it reads
-
-
-@dataclass
-class Recipe:
-    name: str
-    path: Path
-    sha256: str
-    settings: dict[str, Any]
-    stages: list[Stage]
-    bundle: str
-    init: str | None
-
-
-def toml() -> Any:
-    """The TOML reader: the standard library's from Python 3.11, the tomli package before."""
-    name = "tomllib" if sys.version_info >= (3, 11) else "tomli"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        raise RecipeError("reading a recipe on Python 3.10 needs the tomli package (pip install tomli)") from e
-
-
-def module_exists(name: str) -> bool:
-    """Whether ``name`` (``training.data.prepare``) is a module, found without running it."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:  # a parent package is missing
-        return False
-
-
-def recipe_path(name_or_path: str) -> Path:
-    """``default`` -> training/recipes/default.toml; a path ending in .toml as it is."""
-    path = Path(name_or_path) if name_or_path.endswith(".toml") else RECIPES / f"{name_or_path}.toml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in RECIPES.glob("*.toml")))
-        raise RecipeError(f"no recipe {name_or_path!r} ({path} does not exist; shipped recipes: {known})")
-    return path
-
-
-def load_recipe(name_or_path: str) -> Recipe:
-    path = recipe_path(name_or_path)
-    raw = path.read_bytes()
-    reader = toml()
-    try:
-        settings = reader.loads(raw.decode("utf-8"))
-    except (reader.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise RecipeError(f"{path}: {e}") from e
-    stages: list[Stage] = []
-    for i, table in enumerate(settings.get("stage", [])):
-        name = table.get("name")
-        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in RESERVED:
-            raise RecipeError(f"{path}: stage {i + 1} needs a name of lower-case letters, digits and _ "
-                              f"(not {', '.join(RESERVED)}), got {name!r}")
-        if name in {s.name for s in stages}:
-            raise RecipeError(f"{path}: two stages named {name!r}")
-        unknown = set(table) - STAGE_KEYS
-        if unknown:
-            raise RecipeError(f"{path}: stage {name!r} has unknown keys {sorted(unknown)} (known: {sorted(STAGE_KEYS)})")
-        run = table.get("run")
-        if not run or not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in run):
-            raise RecipeError(f"{path}: stage {name!r}: run must be a list of commands, each a list of strings")
-        for cmd in run:
-            if not (cmd[0].startswith("training.") or cmd[0] in HELPERS):
-                raise RecipeError(f"{path}: stage {name!r}: {cmd[0]!r} is neither a training module nor one of "
-                                  f"{', '.join(HELPERS)}")
-            if cmd[0] not in HELPERS and not module_exists(cmd[0]):
-                raise RecipeError(f"{path}: stage {name!r}: no module {cmd[0]!r} (the commands are "
-                                  f"training.SUBPACKAGE.MODULE: docs/training.md, What is where)")
-        stage = Stage(name, run, table, table.get("bundle_from"), table.get("init_flag"),
-                      bool(table.get("skip_with_init", False)))
-        known = {s.name for s in stages}
-        refs = {m for cmd in run for a in cmd for m in PLACEHOLDER.findall(a)} - {"data", "init", name}
-        if stage.bundle_from:
-            refs.add(stage.bundle_from)
-        if stage.init_flag and settings.get("init"):
-            refs |= set(PLACEHOLDER.findall(settings["init"])) - {"data"}
-        for ref in sorted(refs):
-            if ref not in known:
-                raise RecipeError(f"{path}: stage {name!r} reads {{{ref}}}, which is not an earlier stage")
-        stage.needs = sorted(refs)
-        stages.append(stage)
-    if not stages:
-        raise RecipeError(f"{path}: no [[stage]] tables")
-    bundle = settings.get("bundle", stages[-1].name)
-    if bundle not in {s.name for s in stages}:
-        raise RecipeError(f"{path}: bundle = {bundle!r} is not a stage")
-    return Recipe(str(settings.get("name", path.stem)), path, hashlib.sha256(raw).hexdigest(), settings, stages,
-                  bundle, settings.get("init"))
+from training.recipe import (  # noqa: F401  (RecipeError and toml are imported from here by training.data.assemble)
+    PLACEHOLDER,
+    ROOT,
+    Command,
+    Recipe,
+    RecipeError,
+    Stage,
+    check_arguments,
+    load_recipe,
+    script_context,
+    toml,
+)
 
 
 def fingerprint(path: Path) -> list[Any]:
@@ -164,12 +72,40 @@ def fingerprint(path: Path) -> list[Any]:
 
 
 class Builder:
-    def __init__(self, recipe: Recipe, data: Path, out: Path, init_from: Path | None = None) -> None:
-        self.recipe, self.data, self.out, self.init_from = recipe, data, out, init_from
-        self.state_dir = out / "state"
+    """Runs a recipe's stages into ``out``: which of them run (``--from-stage``, ``--to-stage``, ``--only``,
+    ``--with``), where the others are read from (``--reuse``, ``--set STAGE=PATH``), and the records that let a
+    finished stage be skipped."""
+
+    def __init__(self, recipe: Recipe, data: Path, out: Path, init_from: Path | None = None, *,
+                 reuse: Path | None = None, from_stage: str | None = None, to_stage: str | None = None,
+                 only: list[str] | None = None, with_optional: list[str] | None = None) -> None:
+        self.recipe, self.data, self.out, self.init_from, self.reuse = recipe, data, out, init_from, reuse
+        names = recipe.names()
+        for name in [from_stage, to_stage, *(only or []), *(with_optional or [])]:
+            if name is not None:
+                recipe.stage(name)
+        if only and (from_stage or to_stage):
+            raise RecipeError("--only names the stages that run: not with --from-stage or --to-stage")
+        first = names.index(from_stage) if from_stage else 0
+        last = names.index(to_stage) if to_stage else len(names) - 1
+        if first > last:
+            raise RecipeError(f"--from-stage {from_stage} comes after --to-stage {to_stage}")
+        chosen = set(only or [])
+        self.selected = [s.name for s in recipe.stages if s.name not in recipe.given and not self.skipped(s) and (
+            s.name in chosen if only else first <= names.index(s.name) <= last
+            and (not s.optional or s.name in (with_optional or []) or s.name == from_stage))]
+        self.forced = bool(only or from_stage)  # those stages run whatever their records say
+        self.with_optional = with_optional or []
 
     def folder(self, stage: str) -> Path:
+        if stage in self.recipe.given:
+            return Path(self.recipe.given[stage])
+        if self.reuse is not None and stage not in self.selected:
+            return self.reuse / stage
         return self.out / stage
+
+    def state_file(self, stage: str) -> Path:
+        return self.folder(stage).parent / "state" / f"{stage}.json"
 
     def init(self) -> str | None:
         if self.init_from is not None:
@@ -177,7 +113,7 @@ class Builder:
         return self.substitute(self.recipe.init, "init") if self.recipe.init else None
 
     def substitute(self, arg: str, stage: str) -> str:
-        def one(m: re.Match[str]) -> str:
+        def one(m: Any) -> str:
             key = m.group(1)
             if key == "data":
                 return str(self.data)
@@ -189,30 +125,31 @@ class Builder:
             return str(self.folder(key))
         return PLACEHOLDER.sub(one, arg)
 
-    def commands(self, stage: Stage) -> list[list[str]]:
-        cmds = [[self.substitute(a, stage.name) for a in cmd] for cmd in stage.run]
+    def argv(self, stage: Stage, command: Command) -> list[str]:
+        """The command's argument list, every placeholder filled in (and the init flag on a stage's first)."""
+        argv = [self.substitute(a, stage.name) for a in command.argv()]
         init = self.init()
-        if stage.init_flag and init:
-            cmds[0] = [*cmds[0], stage.init_flag, init]
-        return cmds
+        if stage.init_flag and init and command is stage.commands[0]:
+            argv += [stage.init_flag, init]
+        return argv
 
     def read_paths(self, stage: Stage) -> list[Path]:
-        """The files a stage reads from outside OUT: its ``{data}`` arguments and the pair it starts from."""
-        paths = [Path(self.substitute(a, stage.name)) for cmd in stage.run for a in cmd if "{data}" in a]
+        """What a stage reads from outside the build: its ``{data}`` arguments, the pair it starts from, given outputs."""
+        paths = [Path(self.substitute(a, stage.name)) for c in stage.commands for a in c.argv() if "{data}" in a]
         init = self.init()
-        if stage.init_flag and init and self.init_from is not None:
+        if init and self.init_from is not None and (stage.init_flag or stage.reads_init):
             paths.append(Path(init))
-        return paths
+        return paths + [self.folder(n) for n in stage.needs if n in self.recipe.given]
 
     def record(self, name: str) -> dict[str, Any] | None:
         try:
-            return json.loads((self.state_dir / f"{name}.json").read_text(encoding="utf-8"))
+            return json.loads(self.state_file(name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
 
     def key(self, stage: Stage) -> str:
-        needed = {n: (self.record(n) or {}).get("finished") for n in stage.needs}
-        blob = {"settings": stage.settings, "init": self.init() if stage.init_flag else None,
+        needed = {n: (self.record(n) or {}).get("finished") for n in stage.needs if n not in self.recipe.given}
+        blob = {"commands": stage.template(), "init": self.init() if stage.init_flag or stage.reads_init else None,
                 "inputs": [fingerprint(p) for p in self.read_paths(stage)], "needs": needed}
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -223,58 +160,106 @@ class Builder:
         rec = self.record(stage.name)
         return rec is not None and rec.get("key") == self.key(stage) and self.folder(stage.name).is_dir()
 
-    def run_stage(self, stage: Stage) -> None:
-        here = self.folder(stage.name)
-        here.mkdir(parents=True, exist_ok=True)
-        (self.state_dir / f"{stage.name}.json").unlink(missing_ok=True)  # not done until it finishes again
-        if stage.bundle_from:
-            shutil.rmtree(here / "bundle", ignore_errors=True)
-            shutil.copytree(self.folder(stage.bundle_from) / "bundle", here / "bundle")
-        t0 = time.time()
-        for cmd in self.commands(stage):
-            print(f"== {stage.name}: {' '.join(cmd)}", flush=True)  # noqa: T201
-            call(cmd, stage.name)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        now = time.time_ns()  # stages that read this one run again after it runs again
-        record = {"stage": stage.name, "key": self.key(stage), "seconds": round(time.time() - t0, 1),
-                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 10**9)) + f".{now % 10**9:09d}Z"}
-        (self.state_dir / f"{stage.name}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    def check(self) -> list[str]:
+        """Every command of the stages that run parsed by its module's parser (RecipeError on the first problem);
+        returns the folders they read that are missing (stages that neither run now nor were run before)."""
+        for stage in self.recipe.stages:
+            def argv(command: Command, stage: Stage = stage) -> list[str]:
+                return self.argv(stage, command)
+            check_arguments(stage, argv if stage.name in self.selected else None)
+        missing = {n: self.folder(n) for s in self.selected for n in self.recipe.stage(s).needs
+                   if n not in self.selected and not self.skipped(self.recipe.stage(n)) and not self.folder(n).exists()}
+        return [f"{n} ({p})" for n, p in missing.items()]
 
     def plan(self) -> list[tuple[str, str]]:
-        """(stage, what happens to it) for every stage: it runs when it is not up to date or reads a stage that runs."""
+        """(stage, what happens to it) for every stage: it runs when chosen and not up to date (or forced), or when
+        it reads a stage that runs."""
         out: list[tuple[str, str]] = []
         runs: set[str] = set()
         for stage in self.recipe.stages:
-            if self.skipped(stage):
+            if stage.name in self.recipe.given:
+                out.append((stage.name, f"given (--set {stage.name}={self.recipe.given[stage.name]})"))
+            elif self.skipped(stage):
                 out.append((stage.name, "skipped (--init-from)"))
-            elif self.up_to_date(stage) and not runs & set(stage.needs):
-                out.append((stage.name, "up to date"))
-            else:
+            elif stage.optional and stage.name not in self.with_optional:
+                out.append((stage.name, f"optional (--with {stage.name} runs it)"))
+            elif stage.name not in self.selected:
+                out.append((stage.name, f"not run (read from {self.folder(stage.name)})"))
+            elif self.forced or not self.up_to_date(stage) or runs & set(stage.needs):
                 runs.add(stage.name)
                 out.append((stage.name, "runs"))
+            else:
+                out.append((stage.name, "up to date"))
         return out
 
-    def build(self) -> Path:
+    def build(self) -> Path | None:
         self.out.mkdir(parents=True, exist_ok=True)
         for stage in self.recipe.stages:
-            if self.skipped(stage):
-                print(f"== {stage.name}: skipped (--init-from)", flush=True)  # noqa: T201
-            elif self.up_to_date(stage):
-                print(f"== {stage.name}: up to date", flush=True)  # noqa: T201
+            if stage.name not in self.selected:
+                continue
+            if not self.forced and self.up_to_date(stage):
+                say(f"== {stage.name}: up to date")
             else:
                 self.run_stage(stage)
-        return self.publish()
+        return self.publish(self.recipe.bundle) if self.recipe.bundle in self.selected else None
 
-    def publish(self) -> Path:
+    def run_stage(self, stage: Stage) -> None:
+        here = self.folder(stage.name)
+        here.mkdir(parents=True, exist_ok=True)
+        self.state_file(stage.name).unlink(missing_ok=True)  # not done until it finishes again
+        if stage.bundle_from:
+            src = self.folder(stage.bundle_from)
+            src = src if (src / "manifest.json").is_file() else src / "bundle"  # a given bundle, or a stage's
+            shutil.rmtree(here / "bundle", ignore_errors=True)
+            shutil.copytree(src, here / "bundle")
+        t0 = time.time()
+        for command in stage.commands:
+            argv = self.argv(stage, command)
+            stdout = self.substitute(command.stdout, stage.name) if command.stdout else None
+            say(f"== {stage.name}: {shlex.join(argv)}" + (f" > {stdout}" if stdout else ""))
+            call(command.kind, argv, stage.name, Path(stdout) if stdout else None)
+        self.state_file(stage.name).parent.mkdir(parents=True, exist_ok=True)
+        now = time.time_ns()  # stages that read this one run again after it runs again
+        record = {"stage": stage.name, "key": self.key(stage), "seconds": round(time.time() - t0, 1),
+                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 10**9)) + f".{now % 10**9:09d}Z"}
+        self.state_file(stage.name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+    def dry_run(self) -> list[str]:
+        """The commands of the stages that would run, as shell lines."""
+        lines: list[str] = []
+        for name, what in self.plan():
+            if what != "runs":
+                lines.append(f"# {name}: {what}")
+                continue
+            stage = self.recipe.stage(name)
+            lines.append(f"# {name}" + (f": starts from a copy of {self.folder(stage.bundle_from)}'s bundle"
+                                        if stage.bundle_from else ""))
+            for command in stage.commands:
+                argv = self.argv(stage, command)
+                head = {"module": "python -m ", "script": "python "}.get(command.kind, "# the build writes: ")
+                out = f" > {self.substitute(command.stdout, name)}" if command.stdout else ""
+                lines.append(head + shlex.join(argv) + out)
+        return lines
+
+    def publish(self, stage: str) -> Path:
         """Copy the bundle stage's bundle to OUT/bundle and record the recipe in its manifest."""
-        src, dest = self.folder(self.recipe.bundle) / "bundle", self.out / "bundle"
+        src, dest = self.folder(stage) / "bundle", self.out / "bundle"
         if not (src / "manifest.json").is_file():
-            raise RecipeError(f"stage {self.recipe.bundle!r} left no bundle in {src}")
+            raise RecipeError(f"stage {stage!r} left no bundle in {src}")
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(src, dest)
-        record(dest, self.recipe, {"init_from": self.init_from.name} if self.init_from else {})
-        print(f"== bundle: {dest} (recipe {self.recipe.name}, sha256 {self.recipe.sha256[:12]})", flush=True)  # noqa: T201
+        extra: dict[str, Any] = {"init_from": self.init_from.name} if self.init_from else {}
+        if self.recipe.sets:
+            extra["set"] = self.recipe.sets
+        if self.reuse is not None or self.forced:
+            extra["ran"] = self.selected
+        record(dest, self.recipe, extra)
+        say(f"== bundle: {dest} (recipe {self.recipe.name}, sha256 {self.recipe.sha256[:12]})")
         return dest
+
+
+def say(line: str) -> None:
+    print(line, flush=True)  # noqa: T201
 
 
 def record(bundle: Path, recipe: Recipe, extra: dict[str, Any]) -> None:
@@ -288,30 +273,39 @@ def record(bundle: Path, recipe: Recipe, extra: dict[str, Any]) -> None:
     path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
-def call(cmd: list[str], stage: str) -> None:
-    """One command of a stage, in this process; RecipeError when it fails."""
-    if cmd[0] == "write_json":
-        path = Path(cmd[1])
+def call(kind: str, argv: list[str], stage: str, stdout: Path | None = None) -> None:
+    """One command of a stage, in this process (its printed output into ``stdout``); RecipeError when it fails."""
+    if kind == "write_json":
+        path = Path(argv[1])
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(json.loads(cmd[2]), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(json.loads(argv[2]), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         return
-    if cmd[0] == "merge_json":
+    if kind == "merge_json":
         merged = {}
-        for item in cmd[2:]:
+        for item in argv[2:]:
             key, _, file = item.partition("=")
             merged[key] = json.loads(Path(file).read_text(encoding="utf-8"))
-        Path(cmd[1]).write_text(json.dumps(merged, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        Path(argv[1]).write_text(json.dumps(merged, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         return
-    main = importlib.import_module(cmd[0]).main
-    try:
-        code = main(cmd[1:])
-    except SystemExit as e:
-        code = e.code
-    except Exception as e:  # a module's own error: one line naming the stage (the module's log says more)
-        raise RecipeError(f"stage {stage!r}: python -m {cmd[0]} failed: {type(e).__name__}: {e}") from e
+    label = f"python -m {argv[0]}" if kind == "module" else f"python {argv[0]}"
+    with contextlib.ExitStack() as stack:
+        if stdout is not None:
+            stdout.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(contextlib.redirect_stdout(stack.enter_context(stdout.open("w", encoding="utf-8"))))
+        try:
+            if kind == "module":
+                code = importlib.import_module(argv[0]).main(argv[1:])
+            else:
+                with script_context(argv[0], argv[1:]):
+                    runpy.run_path(str(ROOT / argv[0]), run_name="__main__")
+                code = None
+        except SystemExit as e:
+            code = e.code
+        except Exception as e:  # a module's own error: one line naming the stage (the module's log says more)
+            raise RecipeError(f"stage {stage!r}: {label} failed: {type(e).__name__}: {e}") from e
     if code not in (None, 0):
         detail = f": {code}" if isinstance(code, str) else f" (exit {code})"
-        raise RecipeError(f"stage {stage!r}: python -m {cmd[0]} failed{detail}")
+        raise RecipeError(f"stage {stage!r}: {label} failed{detail}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,34 +317,48 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=False, help="folder of the stages' outputs, their records and bundle/")
     ap.add_argument("--init-from", type=Path, default=None,
                     help="a pretrained pair (a pretraining run or snapshot folder) to start pretraining from")
+    ap.add_argument("--from-stage", metavar="NAME", help="run NAME and every later stage, whatever their records say")
+    ap.add_argument("--to-stage", metavar="NAME", help="stop after NAME")
+    ap.add_argument("--only", metavar="NAME", action="append", help="run NAME alone (repeatable)")
+    ap.add_argument("--with", dest="with_optional", metavar="NAME", action="append",
+                    help="also run the optional stage NAME (repeatable)")
+    ap.add_argument("--set", dest="sets", metavar="NAME=VALUE", action="append", default=[],
+                    help="VAR=VALUE: a [vars] value; STAGE.KEY=VALUE: a stage's argument; STAGE=PATH: that stage's "
+                    "output is PATH and the stage does not run (repeatable)")
+    ap.add_argument("--reuse", type=Path, metavar="DIR", help="read the stages that do not run from DIR (a build's --out)")
     ap.add_argument("--plan", action="store_true", help="print what would run, run nothing")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands that would run, run nothing")
     ap.add_argument("--record", type=Path, default=None, metavar="BUNDLE",
                     help="run nothing: record the recipe in BUNDLE's manifest (a bundle whose stages were run one "
                     "by one, as the recipe's header says)")
     args = ap.parse_args(argv)
-    if args.record is not None:
-        try:
-            record(args.record, load_recipe(args.recipe),
-                   {"recorded": "with --record: the stages were run one by one; the recipe's header lists where "
-                    "they differ from it"})
-        except RecipeError as e:
-            sys.stderr.write(f"error: {e}\n")
-            return 1
-        return 0
     try:
-        recipe = load_recipe(args.recipe)
+        recipe = load_recipe(args.recipe, args.sets)
+        if args.record is not None:
+            record(args.record, recipe, {"recorded": "with --record: the stages were run one by one; the recipe's "
+                                         "header lists where they differ from it"})
+            return 0
         if args.out is None:
             raise RecipeError("--out DIR is needed (the stages' outputs go there)")
         require([args.data], args.data)
         if args.init_from is not None and not (args.init_from / "discriminator").is_dir():
             raise RecipeError(f"--init-from {args.init_from}: no discriminator/ there (a pretrained pair's folder)")
-        if args.init_from is not None and not any(s.init_flag for s in recipe.stages):
-            raise RecipeError(f"recipe {recipe.name!r} has no stage that starts from a pair (init_flag)")
-        builder = Builder(recipe, args.data, args.out, args.init_from)
-        if args.plan:
-            for name, what in builder.plan():
-                print(f"{name:16} {what}")  # noqa: T201
+        if args.init_from is not None and not any(s.init_flag or s.reads_init for s in recipe.stages):
+            raise RecipeError(f"recipe {recipe.name!r} has no stage that starts from a pair (init_flag, {{init}})")
+        builder = Builder(recipe, args.data, args.out, args.init_from, reuse=args.reuse, from_stage=args.from_stage,
+                          to_stage=args.to_stage, only=args.only, with_optional=args.with_optional)
+        missing = builder.check()
+        if args.plan or args.dry_run:
+            for name, what in builder.plan() if args.plan else []:
+                say(f"{name:16} {what}")
+            for line in builder.dry_run() if args.dry_run else []:
+                say(line)
+            for m in missing:
+                say(f"# missing: {m}")
             return 0
+        if missing:
+            raise RecipeError(f"the stages that run read {', '.join(missing)}, which neither run now nor are there "
+                              f"(run them, --reuse a build that has them, or --set STAGE=PATH)")
         builder.build()
     except RecipeError as e:
         sys.stderr.write(f"error: {e}\n")

@@ -7,10 +7,11 @@
 #
 # Stages: corpus shards -> pretraining to 24,500 steps (100.35M tokens of cpu-g4) -> CSC pairs -> 30,000-step
 # fine-tuning of the corrector on the discriminator's body (--generator-body discriminator, one joint graph) with a
-# snapshot every 5,000 steps -> the in-domain LM and its cross-fitting folds -> the candidate
-# bundle (benchmarks/bundle_point.sh) -> each snapshot on dev and SIGHAN-15 with the default bundle's decoder
-# (benchmarks/pair_point.sh: dev F1 against fine-tuning steps). About 6 h of pretraining and 2-3 h of fine-tuning on
-# 2 CPU cores. THREADS (default 2) and SHARED (default ../shared/data) may be set.
+# snapshot every 5,000 steps -> the default recipe's evidence stages on these shards (similarity tables, dev split,
+# candidate table, the in-domain LM and its cross-fitting folds) -> the candidate bundle (the default recipe from its
+# export stage on, this pair given) -> each snapshot on dev and SIGHAN-15 with the default bundle's decoder (the
+# pair recipe: dev F1 against fine-tuning steps). About 6 h of pretraining and 2-3 h of fine-tuning on 2 CPU cores.
+# THREADS (default 2) and SHARED (default ../shared/data) may be set.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHARED=${SHARED:-../shared/data}
@@ -59,21 +60,21 @@ if ! finetuned runs/ft100j 30000; then
 fi
 finetuned runs/ft100j 30000 || { echo "fine-tuning stopped before its last step" >&2; exit 1; }
 
-[ -f runs/dev_split.tsv ] || python -m training.data.splits --data "$SHARED" --out runs/dev_split.tsv
-
-if [ ! -f runs/lm/dom10_folds/fold4/meta.json ]; then
-    stamp in-domain LM
-    python -m training.evidence.char_lm --corpus "$SHARED/corpus" --out runs/lm/kn4_dom10 --order 4 --smoothing kn \
-        --prune 0,0,5,8 --in-domain "$SHARED" --in-domain-weight 10 --in-domain-folds 5 --fold-out runs/lm/dom10_folds
-fi
-
-if [ ! -f runs/ft100j_fp.txt ]; then
+# the candidate bundle: the default recipe's stages before the networks (prepare given: these shards), then from its
+# export stage on with this pair (the ranker fitted without the recipe's synthetic native-style pairs, which need
+# its 2.1M-pair csc_native stage); runs/build_ft100j/bundle, its reports in runs/build_ft100j/STAGE/
+BUILD=(python -m training.build --recipe default --data "$SHARED" --out runs/build_ft100j --set prepare=runs/data)
+stamp "evidence stages"
+"${BUILD[@]}" --to-stage lm  # skipped when up to date
+if [ ! -f runs/build_ft100j/false_positives/false_positives.md ]; then
     stamp bundle
-    bash benchmarks/bundle_point.sh runs/ft100j ft100j
+    "${BUILD[@]}" --from-stage export --set finetune_native2=runs/ft100j --set ranker.synthetic-pairs=false \
+        --with false_positives
 fi
 for snap in runs/ft100j/snapshots/step*; do
     name=ft100j_s$(basename "$snap" | tr -dc 0-9)
-    [ -f "runs/snapft/$name.sighan15_lm.json" ] || { stamp "pair point $name"; bash benchmarks/pair_point.sh "$snap" "$name"; }
+    [ -f "runs/snapft/$name/lm/sighan15.json" ] || { stamp "pair point $name"
+        python -m training.build --recipe pair --data "$SHARED" --out "runs/snapft/$name" --set finetune="$snap"; }
 done
 
 stamp done

@@ -1,0 +1,477 @@
+"""A recipe: a build's stages as typed tables, read and checked before anything runs (``python -m training.build``).
+
+A recipe (``training/recipes/NAME.toml``) has ``name``, ``bundle`` (optional: the stage whose ``bundle/`` is the result),
+``init`` (optional: the pair pretraining starts from), ``[vars]`` (values several stages share) and ``[[stage]]``
+tables. A stage runs one command, written in its own table::
+
+    [vars]
+    holdout = 1000
+
+    [[stage]]
+    name = "candidates"
+    module = "training.evidence.candidates"   # python -m training.evidence.candidates (its main, in this process)
+    [stage.args]                               # --KEY VALUE, in the order written
+    similarity = "{similarity}"                # the folder of the stage called similarity
+    pool-size = 6000                           # numbers as numbers
+    holdout = "{holdout}"                      # a [vars] value, with its type
+    blend-on-dev = true                        # a switch: true writes --blend-on-dev, false leaves it out
+    real = ["{data}/a.tsv", "{data}/b.tsv"]    # several values: --real A B (a list [vars] value is spliced in)
+
+or several, as ``[[stage.run]]`` tables with the same keys. A command is one of
+``module = "training.X.Y"`` or ``script = "benchmarks/X.py"`` (a file of the repository) with ``args`` and
+optionally ``stdout`` (a file its printed output goes to); ``write_json = PATH`` with ``value`` (a table);
+``merge_json = PATH`` with ``files`` (a table KEY = FILE: one JSON object of those files' contents).
+In strings, ``{data}`` is the data folder, ``{init}`` the pair pretraining starts from, ``{NAME}`` a [vars] value
+or the folder of the earlier stage NAME. Stage keys besides the command's: ``bundle_from = "STAGE"`` (the stage
+starts from a fresh copy of that stage's ``bundle/``), ``init_flag = "--init-from"`` (when there is a pair to
+start from, the first command gets this flag and the pair), ``skip_with_init = true`` (not run when
+``--init-from`` is given) and ``optional = true`` (run only when named: ``--with NAME``).
+
+Every key is checked when the recipe is read, and each command's arguments against the module's own argument
+parser (captured without running the module: its ``main`` is called with ``parse_known_args`` stopped); each
+problem is one line naming the stage and the key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import importlib
+import importlib.util
+import json
+import re
+import runpy
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = Path(__file__).resolve().parent / "recipes"
+NAME = re.compile(r"[a-z][a-z0-9_]*")
+PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+ARG_KEY = re.compile(r"[a-z0-9][a-z0-9-]*")
+RESERVED = ("data", "init", "state", "bundle")  # placeholders, and OUT's own folders
+TOP_KEYS = {"name", "bundle", "init", "vars", "stage"}
+KINDS = {"module": {"args", "stdout"}, "script": {"args", "stdout"}, "write_json": {"value"}, "merge_json": {"files"}}
+BODY = {"module": "args", "script": "args", "write_json": "value", "merge_json": "files"}  # each kind's table
+COMMAND_KEYS = set(KINDS) | {"args", "stdout", "value", "files"}
+STAGE_KEYS = COMMAND_KEYS | {"name", "run", "bundle_from", "init_flag", "skip_with_init", "optional"}
+Scalar = (str, int, float)
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot run, with a one-line reason."""
+
+
+@dataclass
+class Command:
+    kind: str  # "module", "script", "write_json" or "merge_json"
+    target: str  # the module, the script (relative to the repository), or the file a helper writes
+    args: dict[str, Any]  # module, script: --KEY VALUE; write_json: the value; merge_json: KEY = FILE
+    stdout: str | None = None
+    where: str = ""  # "run[2]." in messages, "" for a stage's only command
+
+    def argv(self) -> list[str]:
+        """The command as the old list of strings: ``[module, "--key", "value", ...]``, ``["write_json", PATH, JSON]``,
+        ``["merge_json", PATH, "KEY=FILE", ...]``."""
+        if self.kind == "write_json":
+            return ["write_json", self.target, json.dumps(self.args, ensure_ascii=False)]
+        if self.kind == "merge_json":
+            return ["merge_json", self.target, *(f"{k}={v}" for k, v in self.args.items())]
+        return [self.target, *flags(self.args)]
+
+    def strings(self) -> list[tuple[str, str]]:
+        """(key, string) for every string the command holds: where placeholders are."""
+        body = BODY[self.kind]
+        found = [(self.kind, self.target)] + ([("stdout", self.stdout)] if self.stdout else [])
+        return found + [(f"{body}.{k}", s) for k, v in self.args.items() for s in strings_in(v)]
+
+
+@dataclass
+class Stage:
+    name: str
+    commands: list[Command]
+    settings: dict[str, Any]  # the stage's table as written in the recipe
+    bundle_from: str | None = None
+    init_flag: str | None = None
+    skip_with_init: bool = False
+    optional: bool = False
+    needs: list[str] = field(default_factory=list)  # stages whose folders it reads
+    reads_init: bool = False  # a command holds {init}
+
+    def template(self) -> dict[str, Any]:
+        """What the stage runs, its placeholders not filled in: hashed into the stage's record."""
+        return {"argv": [c.argv() for c in self.commands], "stdout": [c.stdout for c in self.commands],
+                "bundle_from": self.bundle_from, "init_flag": self.init_flag, "skip_with_init": self.skip_with_init}
+
+
+@dataclass
+class Recipe:
+    name: str
+    path: Path
+    sha256: str
+    settings: dict[str, Any]  # the file as written (recorded in the bundle's manifest)
+    stages: list[Stage]
+    bundle: str | None  # the stage whose bundle/ is the result (copied to OUT/bundle), if any
+    init: str | None
+    given: dict[str, str] = field(default_factory=dict)  # --set STAGE=PATH: stages whose output is given
+    sets: list[str] = field(default_factory=list)  # the --set items applied
+
+    def stage(self, name: str) -> Stage:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise RecipeError(f"recipe {self.name!r} has no stage {name!r} (its stages: {', '.join(self.names())})")
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+
+def toml() -> Any:
+    """The TOML reader: the standard library's from Python 3.11, the tomli package before."""
+    name = "tomllib" if sys.version_info >= (3, 11) else "tomli"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        raise RecipeError("reading a recipe on Python 3.10 needs the tomli package (pip install tomli)") from e
+
+
+def recipe_path(name_or_path: str) -> Path:
+    """``default`` -> training/recipes/default.toml; a path ending in .toml as it is."""
+    path = Path(name_or_path) if name_or_path.endswith(".toml") else RECIPES / f"{name_or_path}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in RECIPES.glob("*.toml")))
+        raise RecipeError(f"no recipe {name_or_path!r} ({path} does not exist; shipped recipes: {known})")
+    return path
+
+
+def flags(args: dict[str, Any]) -> list[str]:
+    """``{"pool-size": 6000, "blend-on-dev": True, "real": ["a", "b"], "x": False}`` ->
+    ``["--pool-size", "6000", "--blend-on-dev", "--real", "a", "b"]``."""
+    out: list[str] = []
+    for key, value in args.items():
+        if value is False:
+            continue
+        out.append(f"--{key}")
+        if value is not True:
+            out.extend(text(v) for v in (value if isinstance(value, list) else [value]))
+    return out
+
+
+def text(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings_in(v)]
+    return []
+
+
+def parse_value(raw: str) -> Any:
+    """A --set value: a TOML value when it reads as one (5000, 0.05, false, ["a", "b"]), else the text."""
+    try:
+        return toml().loads(f"v = {raw}")["v"]
+    except Exception:  # noqa: BLE001  (anything that is not a TOML value is text: a path, a mix)
+        return raw
+
+
+def load_recipe(name_or_path: str, sets: Iterable[str] = ()) -> Recipe:
+    """Read a recipe, apply ``--set`` items and check every key; RecipeError (one line) on the first problem."""
+    path = recipe_path(name_or_path)
+    raw = path.read_bytes()
+    reader = toml()
+    try:
+        settings = reader.loads(raw.decode("utf-8"))
+    except (reader.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise RecipeError(f"{path}: {e}") from e
+    try:
+        return build_recipe(path, raw, settings, list(sets))
+    except RecipeError as e:
+        raise RecipeError(f"{path.name}: {e}") from None
+
+
+def build_recipe(path: Path, raw: bytes, settings: dict[str, Any], sets: list[str]) -> Recipe:
+    unknown = set(settings) - TOP_KEYS
+    if unknown:
+        raise RecipeError(f"unknown top-level keys {sorted(unknown)} (known: {sorted(TOP_KEYS)})")
+    tables = settings.get("stage", [])
+    if not isinstance(tables, list) or not tables:
+        raise RecipeError("no [[stage]] tables")
+    names = [t.get("name") if isinstance(t, dict) else None for t in tables]
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not NAME.fullmatch(name) or name in RESERVED:
+            raise RecipeError(f"stage {i + 1} needs a name of lower-case letters, digits and _ "
+                              f"(not {', '.join(RESERVED)}), got {name!r}")
+        if name in names[:i]:
+            raise RecipeError(f"two stages named {name!r}")
+    variables = dict(settings.get("vars", {}))
+    for key, value in variables.items():
+        if not NAME.fullmatch(key) or key in RESERVED or key in names:
+            raise RecipeError(f"vars.{key}: a [vars] name is lower-case letters, digits and _, and neither a stage "
+                              f"nor one of {', '.join(RESERVED)}")
+        check_value(value, f"vars.{key}")
+    tables = json.loads(json.dumps(tables))  # a copy: --set changes it, settings stays as written
+    given = apply_sets(sets, tables, variables, [str(n) for n in names])
+    stages: list[Stage] = []
+    for table in tables:
+        stages.append(read_stage(table, variables, [s.name for s in stages], settings.get("init")))
+    by_name = {s.name: s for s in stages}
+    bundle = settings.get("bundle")
+    if bundle is not None and (bundle not in by_name or by_name[bundle].optional):
+        raise RecipeError(f"bundle = {bundle!r} is not a stage that always runs")
+    init = settings.get("init")
+    if init is not None and not isinstance(init, str):
+        raise RecipeError(f"init must be a string, got {init!r}")
+    return Recipe(str(settings.get("name", path.stem)), path, hashlib.sha256(raw).hexdigest(), settings, stages,
+                  bundle, init, given, sets)
+
+
+def check_value(value: Any, where: str) -> None:
+    """A value an argument can take: text, a number, true/false, or a list of text and numbers."""
+    if isinstance(value, (bool, *Scalar)):
+        return
+    if isinstance(value, list) and value and all(isinstance(v, Scalar) and not isinstance(v, bool) for v in value):
+        return
+    raise RecipeError(f"{where}: {value!r} is not text, a number, true/false or a non-empty list of text and numbers")
+
+
+def apply_sets(sets: list[str], tables: list[dict[str, Any]], variables: dict[str, Any],
+               names: list[str]) -> dict[str, str]:
+    """``--set`` items: ``VAR=VALUE`` replaces a [vars] value, ``STAGE.KEY=VALUE`` an argument of the stage's
+    commands that have it (else it is added to its first), ``STAGE=PATH`` gives the stage's output (it does not run).
+    Returns the given outputs."""
+    given: dict[str, str] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise RecipeError(f"--set {item!r}: write NAME=VALUE")
+        stage, dot, arg = key.partition(".")
+        if dot and stage in names:
+            table = tables[names.index(stage)]
+            commands = [c for c in table.get("run", [table]) if "module" in c or "script" in c]
+            having = [c for c in commands if arg in c.get("args", {})] or commands[:1]
+            if not having or not ARG_KEY.fullmatch(arg):
+                raise RecipeError(f"--set {item!r}: stage {stage!r} has no module command for --{arg}")
+            for command in having:
+                command.setdefault("args", {})[arg] = parse_value(value)
+        elif key in variables:
+            variables[key] = parse_value(value)
+        elif key in names:
+            given[key] = value
+        else:
+            raise RecipeError(f"--set {item!r}: {key!r} is neither a stage, a STAGE.KEY nor a [vars] name")
+    return given
+
+
+def read_stage(table: dict[str, Any], variables: dict[str, Any], earlier: list[str], init: str | None) -> Stage:
+    name = table["name"]
+    unknown = set(table) - STAGE_KEYS
+    if unknown:
+        raise RecipeError(f"stage {name!r} has unknown keys {sorted(unknown)} (known: {sorted(STAGE_KEYS)})")
+    if "run" in table:
+        if set(table) & COMMAND_KEYS:
+            raise RecipeError(f"stage {name!r}: either one command in the stage's table or [[stage.run]] tables, "
+                              f"not both ({sorted(set(table) & COMMAND_KEYS)})")
+        if not isinstance(table["run"], list) or not table["run"] or not all(isinstance(c, dict) for c in table["run"]):
+            raise RecipeError(f"stage {name!r}: run must be [[stage.run]] tables, one a command")
+        commands = [read_command(c, variables, f"stage {name!r} run[{i}].") for i, c in enumerate(table["run"])]
+        for i, c in enumerate(commands):
+            c.where = f"run[{i}]."
+    else:
+        commands = [read_command({k: v for k, v in table.items() if k in COMMAND_KEYS}, variables, f"stage {name!r} ")]
+    for key, kind in (("bundle_from", str), ("init_flag", str), ("skip_with_init", bool), ("optional", bool)):
+        if key in table and not isinstance(table[key], kind):
+            raise RecipeError(f"stage {name!r} {key}: expected {kind.__name__}, got {table[key]!r}")
+    stage = Stage(name, commands, table, table.get("bundle_from"), table.get("init_flag"),
+                  bool(table.get("skip_with_init", False)), bool(table.get("optional", False)))
+    refs: set[str] = set()
+    for command in commands:
+        for key, s in command.strings():
+            for ref in PLACEHOLDER.findall(s):
+                if ref not in (*earlier, name, "data", "init"):
+                    raise RecipeError(f"stage {name!r} {command.where}{key}: reads {{{ref}}}, which is not an earlier "
+                                      f"stage or a [vars] name")
+                stage.reads_init |= ref == "init"
+                refs.add(ref)
+    if stage.bundle_from:
+        if stage.bundle_from not in earlier:
+            raise RecipeError(f"stage {name!r} bundle_from: {stage.bundle_from!r} is not an earlier stage")
+        refs.add(stage.bundle_from)
+    if stage.init_flag and init:
+        refs |= set(PLACEHOLDER.findall(init)) - {"data"}
+    stage.needs = sorted(refs - {"data", "init", name})
+    return stage
+
+
+def read_command(table: dict[str, Any], variables: dict[str, Any], where: str) -> Command:
+    unknown = set(table) - COMMAND_KEYS
+    if unknown:
+        raise RecipeError(f"{where}has unknown keys {sorted(unknown)} (known: {sorted(COMMAND_KEYS)})")
+    kinds = [k for k in KINDS if k in table]
+    if len(kinds) != 1:
+        raise RecipeError(f"{where}needs one of {', '.join(KINDS)} (a command), got {kinds or 'none'}")
+    kind = kinds[0]
+    extra = set(table) & (COMMAND_KEYS - set(KINDS)) - KINDS[kind]
+    if extra:
+        raise RecipeError(f"{where}{kind}: {sorted(extra)} do not go with {kind} (it takes {sorted(KINDS[kind])})")
+    target = table[kind]
+    if not isinstance(target, str):
+        raise RecipeError(f"{where}{kind}: expected a string, got {target!r}")
+    if kind == "module" and not (target.startswith("training.") and module_exists(target)):
+        raise RecipeError(f"{where}module: {target!r} is not a training module (training.SUBPACKAGE.MODULE: "
+                          f"docs/training.md, What is where)")
+    if kind == "script" and not (target.endswith(".py") and (ROOT / target).is_file()):
+        raise RecipeError(f"{where}script: {target!r} is not a .py file of the repository")
+    body_key = BODY[kind]
+    body = table.get(body_key, {})
+    if not isinstance(body, dict) or (kind != "module" and kind != "script" and not body):
+        raise RecipeError(f"{where}{body_key}: expected a table of KEY = VALUE")
+    if kind in ("module", "script"):
+        args = {}
+        for key, value in body.items():
+            if not ARG_KEY.fullmatch(key):
+                raise RecipeError(f"{where}args.{key}: an argument's key is its flag without -- (pool-size)")
+            args[key] = resolve(value, variables, f"{where}args.{key}")
+            check_value(args[key], f"{where}args.{key}")
+        body = args
+    elif kind == "merge_json" and not all(isinstance(v, str) for v in body.values()):
+        raise RecipeError(f"{where}files: every value is a file's path")
+    else:
+        body = resolve(body, variables, f"{where}{body_key}")
+    stdout = table.get("stdout")
+    if stdout is not None and not isinstance(stdout, str):
+        raise RecipeError(f"{where}stdout: expected a path, got {stdout!r}")
+    return Command(kind, text(resolve(target, variables, f"{where}{kind}")), body,
+                   text(resolve(stdout, variables, f"{where}stdout")) if stdout else None)
+
+
+def resolve(value: Any, variables: dict[str, Any], where: str) -> Any:
+    """[vars] values put in: ``"{holdout}"`` alone becomes the value with its type (a list's items spliced into a
+    list), inside longer text its text."""
+    if isinstance(value, list):
+        out: list[Any] = []
+        for v in value:
+            r = resolve(v, variables, where)
+            out.extend(r if isinstance(r, list) and not isinstance(v, list) else [r])
+        return out
+    if isinstance(value, dict):
+        return {k: resolve(v, variables, f"{where}.{k}") for k, v in value.items()}
+    if not isinstance(value, str):
+        return value
+    whole = PLACEHOLDER.fullmatch(value)
+    if whole and whole.group(1) in variables:
+        return variables[whole.group(1)]
+
+    def one(m: re.Match[str]) -> str:
+        v = variables.get(m.group(1))
+        if v is None:
+            return m.group(0)
+        if isinstance(v, (list, bool)):
+            raise RecipeError(f"{where}: [vars] {m.group(1)} is {'a list' if isinstance(v, list) else 'true/false'}, "
+                              f"which goes in alone (\"{{{m.group(1)}}}\"), not inside text")
+        return text(v)
+    return PLACEHOLDER.sub(one, value)
+
+
+def module_exists(name: str) -> bool:
+    """Whether ``name`` (``training.data.prepare``) is a module, found without running it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+class _Captured(Exception):
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+
+@functools.cache
+def parser_of(kind: str, target: str) -> argparse.ArgumentParser:
+    """The argument parser a module's ``main`` (or a script's) builds, without running it: ``main`` is called with
+    ``ArgumentParser.parse_known_args`` raising the parser as soon as it is asked to parse."""
+    original = argparse.ArgumentParser.parse_known_args
+
+    def capture(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
+        raise _Captured(self)
+    argparse.ArgumentParser.parse_known_args = capture  # type: ignore[assignment,method-assign]
+    try:
+        if kind == "module":
+            main = getattr(importlib.import_module(target), "main", None)
+            if main is None:
+                raise RecipeError(f"{target} has no main(argv): not a command")
+            main([])
+        else:
+            with script_context(target, []):
+                runpy.run_path(str(ROOT / target), run_name="__main__")
+    except _Captured as e:
+        return e.parser
+    except SystemExit:
+        pass
+    finally:
+        argparse.ArgumentParser.parse_known_args = original  # type: ignore[method-assign]
+    raise RecipeError(f"{target} parsed no arguments when its main was called (not an argparse command)")
+
+
+class script_context:
+    """``sys.argv`` and ``sys.path`` as ``python SCRIPT ARGS`` has them (the script's folder first)."""
+
+    def __init__(self, script: str, args: list[str]) -> None:
+        self.script, self.args = str(ROOT / script), args
+
+    def __enter__(self) -> None:
+        self.saved = sys.argv, list(sys.path)
+        sys.argv = [self.script, *self.args]
+        sys.path.insert(0, str(Path(self.script).parent))
+
+    def __exit__(self, *exc: object) -> None:
+        sys.argv, sys.path[:] = self.saved
+
+
+def check_arguments(stage: Stage, argv_of: Callable[[Command], list[str]] | None) -> None:
+    """Every module/script argument of ``stage`` is a flag its parser has, with the arity it takes; with ``argv_of``
+    (the command's arguments filled in) the parser also parses them, as the command will. RecipeError names the
+    stage and key."""
+    for i, command in enumerate(stage.commands):
+        if command.kind not in ("module", "script"):
+            continue
+        label = f"python -m {command.target}" if command.kind == "module" else f"python {command.target}"
+        try:
+            parser = parser_of(command.kind, command.target)
+        except RecipeError as e:
+            raise RecipeError(f"stage {stage.name!r} {command.where}{command.kind}: {e}") from None
+        options = parser._option_string_actions
+        extra = {stage.init_flag: True} if stage.init_flag and i == 0 else {}
+        for key, value in {**command.args, **extra}.items():
+            where = f"stage {stage.name!r} {command.where}args.{key}" if key not in extra else \
+                f"stage {stage.name!r} init_flag"
+            flag = key if key.startswith("-") else f"--{key}"
+            action = options.get(flag)
+            if action is None:
+                raise RecipeError(f"{where}: {label} has no {flag}")
+            takes = action.nargs != 0
+            many = action.nargs in ("+", "*", argparse.REMAINDER) or (isinstance(action.nargs, int) and action.nargs > 1)
+            if isinstance(value, bool) and takes and action.nargs not in ("?", "*") and key not in extra:
+                raise RecipeError(f"{where}: {flag} takes a value, not true/false")
+            if not isinstance(value, bool) and not takes:
+                raise RecipeError(f"{where}: {flag} is a switch: write true (or false to leave it out)")
+            if isinstance(value, list) and not many:
+                raise RecipeError(f"{where}: {flag} takes one value, not a list")
+        if argv_of is not None:
+            prefix = f"stage {stage.name!r}" + (f" {command.where.rstrip('.')}" if command.where else "")
+
+            def fail(message: str, _prefix: str = prefix, _label: str = label) -> Any:
+                raise RecipeError(f"{_prefix}: {_label}: {message}")
+            parser.error = fail  # type: ignore[method-assign]
+            try:
+                parser.parse_args(argv_of(command)[1:])
+            finally:
+                del parser.error
