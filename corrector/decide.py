@@ -95,18 +95,9 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
             open_sites[s] = False
         if lm_ids is None:
             continue
-        for s in picked:  # the text the LM sees now has the edit
-            lm_ids[sites.chunk[s]] = lm_ids[sites.chunk[s]].copy()
-            lm_ids[sites.chunk[s]][sites.char[s]] = evidence.lm_vid[rows.vid[best_row[s]]]
-        near = np.zeros(n, dtype=bool)
-        for s in picked:
-            near |= (sites.chunk == sites.chunk[s]) & (np.abs(sites.char - sites.char[s]) < spacing)
-        near &= open_sites
-        if not near.any():
+        # the text the LM sees now has the edits; the open sites near them are scored again on it
+        if not evidence.refresh(sites, rows, lm_ids, picked, [int(best_row[s]) for s in picked], open_sites):
             break
-        which = near[rows.site]
-        rows.X[which, COL["lm_gain"]] = evidence.lm_gain(sites, rows, lm_ids, which)[which]
-        rows.X[:, COL["pair"]] = evidence.pair_gain(sites, rows, lm_ids)  # what is left to gain
         probs = choice_probs(rows, scorer, n)
     edits, chosen = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
     status = _statuses(scored, probs, chosen, capped, guard, threshold)

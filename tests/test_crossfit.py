@@ -227,7 +227,7 @@ def test_folds_over_count_tables_read_their_folds_counts(tiny_bundle, tiny_lm, d
     only_counts = Folds.over(fix, None, data, counts)
     both = Folds.load(tiny_bundle, lm_folds, data, count_folds=counts)
     assert all(f.networks is fix.networks and not f.has_lm for f in only_counts.fixes)
-    assert all(f.evidence._words is fix.evidence._words for f in only_counts.fixes)  # the bundle's word table
+    assert all(f.evidence.dictionary is fix.evidence.dictionary for f in only_counts.fixes)  # the bundle's words
     assert [f.evidence.lm.path for f in both.fixes] == [lm_folds / "fold0", lm_folds / "fold1"]
     # fold 0 holds 我们第0-4天 and 他们第0-2年: its table counts 错→我 5 times and 错→他 twice
     assert [f.evidence.table.pair("错", "我")[2] for f in both.fixes] == [5, 5]  # type: ignore[index]

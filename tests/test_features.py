@@ -12,7 +12,10 @@ from corrector.evidence.char_lm import CharLM
 from corrector.evidence.dictionary import WordTable
 from corrector.evidence.kept_forms import PairCounts, kept_word_value
 from corrector.evidence.similarity import SimilarityTables
-from corrector.features import COL, FEATURES, Evidence, Sites
+from corrector.features import COL, FEATURES, INPUTS, SOURCES, Evidence, OwnCounts, RowContext, Sites
+from corrector.features.cheap import ErrorCounts
+from corrector.features.kept import Kept
+from corrector.features.lm import LMGain
 from corrector.features.words import _name_like
 from corrector.runtime.sessions import LogProbs
 
@@ -223,9 +226,9 @@ def test_lm_gain_is_rescored_for_chosen_rows_on_the_current_text(lm):
     rows = ev.rows(sites, [text], ev.shortlist(sites, {"pinyin": 1.0}, size=8, top_k=1, custom={}), ev.lm_ids([text]))
     ids = ev.lm_ids([text])
     ids[0] = ids[0].copy()
-    ids[0][2] = ev.lm_vid[VID["气"]]  # 汽 -> 气 applied
+    ids[0][2] = ev.text.vid[VID["气"]]  # 汽 -> 气 applied
     which = rows.site == 1  # 天
-    gain = ev.lm_gain(sites, rows, ids, which)
+    gain = ev.source(LMGain).gain(sites, rows.site, rows.vid, ids, which)
     assert (gain[~which] == 0).all()
     new = "今天气很好"
     for r in np.flatnonzero(which)[1:]:  # the candidates of 天
@@ -233,14 +236,43 @@ def test_lm_gain_is_rescored_for_chosen_rows_on_the_current_text(lm):
         assert gain[r] == pytest.approx(lm.sentence_logprob(changed) - lm.sentence_logprob(new), abs=1e-3)
 
 
+def test_refresh_writes_the_edits_and_rescores_the_open_sites_near_them(lm):
+    """refresh: the round's edits written into the LM ids, the rows of the open sites within the LM's order of one
+    scored again on the new text (as ``rows`` scores that text), the others left as they were."""
+    ev = evidence(lm)
+    text = "今天汽很好今天很好今天很好"
+    sites = sites_of(text, {"气": -0.5, "天": -0.6})
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=8, top_k=2, custom={})
+    rows = ev.rows(sites, [text], short, ev.lm_ids([text]))
+    before = rows.X.copy()
+    ids = ev.lm_ids([text])
+    edit = next(r for r in range(len(rows)) if rows.site[r] == 2 and VOCAB[rows.vid[r]] == "气")
+    open_sites = np.ones(len(sites), bool)
+    open_sites[2] = False
+    assert ev.refresh(sites, rows, ids, [2], [edit], open_sites)
+    new = "今天气很好今天很好今天很好"
+    assert ids[0].tolist() == ev.lm_ids([new])[0].tolist()
+    fresh = ev.rows(sites, [new], short, ev.lm_ids([new]))
+    near = (np.abs(sites.char - 2) < lm.order) & open_sites
+    col = COL["lm_gain"]
+    np.testing.assert_array_equal(rows.X[near[rows.site], col], fresh.X[near[rows.site], col])
+    np.testing.assert_array_equal(rows.X[~near[rows.site], col], before[~near[rows.site], col])
+    assert (rows.X[near[rows.site], col] != before[near[rows.site], col]).any()
+    untouched = [c for c in range(len(FEATURES)) if FEATURES[c] not in ("lm_gain", "pair")]
+    np.testing.assert_array_equal(rows.X[:, untouched], before[:, untouched])
+    far = np.zeros(len(sites), bool)  # no open site near an edit: nothing scored
+    assert not ev.refresh(sites, rows, ev.lm_ids([text]), [2], [edit], far)
+
+
 def test_without_frequencies_every_chinese_character_may_be_proposed():
     """A bundle exported from a Hugging Face pair has no character frequencies: the generator's top-k then
     comes from every single Chinese character of the vocabulary."""
     ev = Evidence(VOCAB, CandidateTable.empty(), SimilarityTables({}, {}, {}))
-    assert [VOCAB[v] for v in np.flatnonzero(ev.proposable)] == list("今天气汽器七张三北京市很好田")
+    assert [VOCAB[v] for v in np.flatnonzero(ev.vocabulary.proposable)] == list("今天气汽器七张三北京市很好田")
     sites = sites_of("汽", {"田": -0.1, "x": -0.05, "张": -0.2})
     assert sorted(pairs(ev, sites, ev.shortlist(sites, {}, size=8, top_k=2, custom={}))) == [("汽", "张"), ("汽", "田")]
-    assert [VOCAB[v] for v in np.flatnonzero(evidence().proposable)] == list("今天气汽器七张三北京市很好")  # 田: frequency 0
+    assert [VOCAB[v] for v in np.flatnonzero(evidence().vocabulary.proposable)] == list("今天气汽器七张三北京市很好")
+    # 田: frequency 0
 
 
 def test_generator_log_probs_without_the_dense_matrix():
@@ -268,7 +300,7 @@ def test_seen_counts_the_rarer_and_seen_max_the_commoner_correctly_written_bigra
     ev = Evidence(VOCAB, table(), SimilarityTables({}, FREQ, {}), None, counts=counts)
     text = "今天汽很好"
     sites = sites_of(text)
-    left, right = ev.seen_counts(sites, [text])
+    left, right = ev.source(Kept).counts(sites, [text])[:2]
     assert left.tolist() == [-1, 9, 3, 20, 0] and right.tolist() == [9, 3, 20, 0, -1]
     short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={})
     rows = ev.rows(sites, [text], short, None)
@@ -347,9 +379,9 @@ def test_pair_candidates_join_the_shortlist_and_their_gain_is_the_sentence_diffe
     assert all(v == 0.0 for k, v in got.items() if k not in {("田", "天"), ("汽", "气")})  # keep rows included
     # once 天 is written, what is left to gain is 气's own
     ids = ev.lm_ids([text])
-    ids[0] = ids[0].copy()
-    ids[0][1] = ev.lm_vid[VID["天"]]
-    left = ev.pair_gain(sites, rows, ids)
+    edit = next(i for i, (s, v) in enumerate(zip(rows.site, rows.vid)) if sites.src[s] == "田" and VOCAB[v] == "天")
+    assert ev.refresh(sites, rows, ids, [1], [edit], np.arange(len(sites)) != 1)
+    left = rows.X[:, COL["pair"]]
     r = next(i for i, (s, v) in enumerate(zip(rows.site, rows.vid)) if sites.src[s] == "汽" and VOCAB[v] == "气")
     assert left[r] == pytest.approx(max(0.0, lm.sentence_logprob("今天气很好") - lm.sentence_logprob("今天汽很好")),
                                     abs=1e-3)
@@ -364,7 +396,7 @@ def test_kept_word_is_the_best_kept_to_changed_ratio_of_the_counted_words_throug
     ev = Evidence(VOCAB, table(), SimilarityTables({}, FREQ, {}), None, counts=counts)
     text = "今天汽很好北"
     sites = sites_of(text)
-    kept, changed = ev.word_counts(sites, [text])
+    kept, changed = ev.source(Kept).counts(sites, [text])[2:]
     assert kept.shape == (6, 5) and kept[2].tolist() == [0, 0, 0, 0, 2] and changed[2].tolist() == [4, 0, 0, 0, 2]
     short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={})
     rows = ev.rows(sites, [text], short, None)
@@ -424,7 +456,7 @@ def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(fake
     """Leave-one-out: a word the pair itself kept is counted once less on that pair's keep rows."""
     from fake_networks import fake_corrector
 
-    from training.fitting.ranker import extract
+    from training.fitting.table import extract
 
     fix = fake_corrector(fake_tiny_bundle)
     fix.evidence = Evidence(fix.vocab, fix.evidence.table, fix.tables, None,
@@ -438,9 +470,68 @@ def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(fake
         assert not t.X[~keep, COL["kept_word"]].any()
 
 
-def test_every_feature_column_is_filled_by_exactly_one_module():
-    """The registry names which module fills which columns; adding evidence is one module and one entry."""
-    from corrector.features import REGISTRY
-
-    filled = [name for names, _ in REGISTRY for name in names]
+def test_every_feature_column_is_filled_by_exactly_one_feature_object():
+    """Each feature object declares the columns it fills and what of the rows it reads; adding evidence is one
+    feature object (its kind in SOURCES) and its weight."""
+    filled = [name for kind in SOURCES for name in kind.columns]
     assert sorted(filled) == sorted(FEATURES) and len(filled) == len(set(filled))
+    assert all(kind.reads and set(kind.reads) <= set(INPUTS) for kind in SOURCES)
+    ev = evidence()
+    assert [type(f) for f in ev.sources] == list(SOURCES)
+    text = "天汽"  # a feature fills its own columns and no other
+    sites = sites_of(text, {"气": -0.5})
+    rows = ev.rows(sites, [text], ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=1, custom={}), None)
+    for f in ev.sources:
+        mine = [COL[c] for c in f.columns]
+        others = [c for c in range(len(FEATURES)) if c not in mine]
+        X = np.full_like(rows.X, 7.0)
+        X[:, mine] = 0.0
+        f.fill(RowContext(sites, [text], rows.site, rows.vid, rows.static, rows.X[:, COL["keep"]] == 1,
+                          rows.X[:, COL["custom"]] == 1, ev.vocabulary.chunk_ids(sites, [text]), None, None), X)
+        assert (X[:, others] == 7.0).all()
+        np.testing.assert_array_equal(X[:, mine], rows.X[:, mine])
+
+
+def test_with_lm_and_with_candidates_share_what_their_tables_leave_alone(lm):
+    ev = evidence()
+    with_lm = ev.with_lm(lm)
+    assert with_lm.lm is lm and ev.lm is None and with_lm.gather is ev.gather
+    assert with_lm.source(ErrorCounts) is ev.source(ErrorCounts) and with_lm.source(LMGain) is not ev.source(LMGain)
+    fold = with_lm.with_candidates(CandidateTable.empty(), PairCounts())
+    assert fold.source(LMGain) is with_lm.source(LMGain) and fold.dictionary is ev.dictionary
+    assert fold.source(ErrorCounts) is not with_lm.source(ErrorCounts) and fold.gather is not with_lm.gather
+
+
+def test_leave_one_out_takes_a_rows_own_pair_out_of_the_counts():
+    """A pair the counts were made from is no evidence for itself: its gold row reads one error fewer and its
+    character written once fewer (confusions, error_rate); its keep rows read the bigrams and words its own pair
+    counted that many times fewer (seen, seen_max, kept_word). The other rows read the counts as they are."""
+    tab = table()
+    tab.written = np.array([40.0, 9.0], np.float32)  # 汽, 天 written so often in the real pairs
+    counts = PairCounts(bigrams={"今天": 9, "天汽": 3, "汽很": 20}, words={"今天": (9, 0), "天汽": (0, 4)})
+    ev = Evidence(VOCAB, tab, SimilarityTables({}, FREQ, {}), None, counts=counts)
+    text = "今天汽很好"
+    sites = sites_of(text)
+    short = ev.shortlist(sites, {"pinyin": 1.0}, size=3, top_k=0, custom={})
+    rows = ev.rows(sites, [text], short, None)
+    gold = np.array([int(s) == 2 and VOCAB[v] == "气" for s, v in zip(rows.site, rows.vid)])
+    own = PairCounts(bigrams={"今天": 1, "汽很": 2}, words={"今天": (1, 0), "天汽": (0, 1)})
+    X = rows.X.copy()
+    ev.leave_out(sites, [text], rows, OwnCounts(gold, [own]))
+    r = int(np.flatnonzero(gold)[0])
+    assert X[r, COL["confusions"]] == pytest.approx(math.log(6)) and rows.X[r, COL["confusions"]] == pytest.approx(
+        math.log(5))
+    assert rows.X[r, COL["error_rate"]] == pytest.approx(math.log((4 + 0.5) / (39 + 50)))
+    changed = {COL[c] for c in ("confusions", "error_rate", "seen", "seen_max", "kept_word")}
+    np.testing.assert_array_equal(np.delete(rows.X, list(changed), axis=1), np.delete(X, list(changed), axis=1))
+    others = np.ones(len(rows), bool)
+    others[r] = False
+    for c in ("confusions", "error_rate"):
+        np.testing.assert_array_equal(rows.X[others, COL[c]], X[others, COL[c]])
+    keep = {int(s): x for s, x, k in zip(rows.site, rows.X, rows.X[:, COL["keep"]] == 1) if k}
+    assert keep[1][COL["seen"]] == pytest.approx(math.log(4)) and keep[1][COL["seen_max"]] == pytest.approx(math.log(9))
+    assert keep[3][COL["seen_max"]] == pytest.approx(math.log(19))  # 汽很: 20 - 2
+    assert keep[0][COL["kept_word"]] == pytest.approx(math.log(9)) and keep[2][COL["kept_word"]] == pytest.approx(
+        math.log(1 / 4))
+    f = ev.static_features(sites, *short[:3], own=gold[~(rows.X[:, COL["keep"]] == 1)])
+    np.testing.assert_array_equal(f["error_rate"], rows.X[rows.X[:, COL["keep"]] == 0, COL["error_rate"]])

@@ -5,12 +5,15 @@ Its *choices* are the character itself (``keep``) and its shortlisted candidates
 row of the feature matrix, scored with the same features, so the ranker compares like with like.
 
 Candidates come from the static table (graded pinyin, shape, real confusions), the generator's
-top-k and the user's confusion pairs; a cheap linear score over the features that need no language
+top-k, the user's confusion pairs and word pairs; a cheap linear score over the features that need no language
 model cuts them to a shortlist, and only the shortlist gets the LM and word features.
 
-Modules: ``columns`` (the features and their constants), ``sites`` (sites, rows, word pairs), ``candidates``
-(gathering and the cheap features), ``words`` (word, name), ``kept`` (seen, seen_max, kept_word), ``lm``
-(lm_gain, pair), ``evidence`` (``Evidence`` and the registry of which module fills which columns).
+Each source of evidence is one feature object (``state.Feature``) that declares the columns it fills, what of the
+rows it reads and the bundle's tables it is built from; ``Evidence`` composes them. Modules: ``columns`` (the
+features and their constants), ``sites`` (sites, rows, word pairs), ``state`` (the Feature interface and what the
+features share), ``cheap`` (the row's kind and the shortlist's cheap features), ``gather`` (the candidates and the
+shortlist), ``pairs`` (word pairs), ``words`` (word, name), ``kept`` (seen, seen_max, kept_word), ``lm`` (lm_gain,
+pair), ``compose`` (``Evidence`` and ``SOURCES``, the order the features fill their columns in).
 """
 
 from corrector.features.columns import (
@@ -24,8 +27,9 @@ from corrector.features.columns import (
            RATE_B,
            SURNAMES,
 )
-from corrector.features.compose import REGISTRY, Evidence, RowContext
+from corrector.features.compose import SOURCES, Evidence
 from corrector.features.sites import Rows, Sites, WordPairs
+from corrector.features.state import INPUTS, Feature, OwnCounts, RowContext
 
-__all__ = ["CHEAP", "COL", "FEATURES", "GEN_MARGIN", "PAIR_MIN_FREQ", "PLACE_SUFFIXES", "RATE_A", "RATE_B", "REGISTRY",
-           "SURNAMES", "Evidence", "RowContext", "Rows", "Sites", "WordPairs"]
+__all__ = ["CHEAP", "COL", "FEATURES", "GEN_MARGIN", "INPUTS", "PAIR_MIN_FREQ", "PLACE_SUFFIXES", "RATE_A", "RATE_B",
+           "SOURCES", "SURNAMES", "Evidence", "Feature", "OwnCounts", "Rows", "RowContext", "Sites", "WordPairs"]

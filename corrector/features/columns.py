@@ -1,7 +1,8 @@
 """The features every choice of every site is scored on, by column, and the constants they are computed with.
 
-Each feature is computed by one module of this package (``REGISTRY`` in ``evidence.py`` says which); the ranker's
-weights (``ranker.json``) name them. Adding evidence means one module and its weight in the bundle.
+Each column is filled by one feature object of this package (``compose.SOURCES`` lists their kinds, each declares
+its columns); the ranker's weights (``ranker.json``) name them. Adding evidence means one feature object, its
+columns here and its weight in the bundle.
 """
 
 from __future__ import annotations

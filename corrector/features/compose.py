@@ -1,128 +1,135 @@
 """``Evidence``: everything a choice is scored on except the networks' raw outputs, which come in with the sites.
 
-The features come from the modules of this package; ``REGISTRY`` says which module fills which columns, in order.
+It holds the feature objects (``state.Feature``: each declares the columns it fills, what of the rows it reads and
+the bundle's tables it was built from), built from the bundle's tables once at load, and fills the rows' columns
+with them in ``SOURCES`` order; ``refresh`` scores the text-dependent ones again after a round of edits, and
+``leave_out`` the counted ones without the rows' own pairs (training's leave-one-out).
 """
 
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from corrector.evidence.candidates import CandidateTable
 from corrector.evidence.dictionary import WordTable
-from corrector.evidence.kept_forms import CharIds, KeptForms, PairCounts
+from corrector.evidence.kept_forms import PairCounts
 from corrector.evidence.similarity import SimilarityTables
-from corrector.features.columns import COL, FEATURES
-from corrector.features.gather import CandidateFeatures
-from corrector.features.kept import KeptFeatures
-from corrector.features.lm import LMFeatures, _vocab_lm_ids
-from corrector.features.sites import Rows, Sites, WordPairs
-from corrector.features.words import WordFeatures
-
-
-@dataclass(frozen=True)
-class RowContext:
-    """The rows being scored, for the modules that fill their columns."""
-
-    sites: Sites
-    texts: Sequence[str]
-    site: np.ndarray
-    vid: np.ndarray
-    static: np.ndarray  # the candidate table's entry of each row, -1 where none
-    is_keep: np.ndarray
-    custom: np.ndarray
-    T: np.ndarray  # the chunks as vocab ids (WordFeatures._char_ids)
-    lm_ids: list[np.ndarray] | None
-    pairs: WordPairs | None
-
-
-def _fill_choice(ev: Evidence, ctx: RowContext, X: np.ndarray) -> None:
-    """What the row is: the character as written (``keep``), the discriminator's P(replaced) on candidate rows,
-    and whether the caller asked for the pair (``custom``)."""
-    X[:, COL["keep"]] = ctx.is_keep
-    X[:, COL["rtd"]] = np.where(ctx.is_keep, 0.0, ctx.sites.rtd[ctx.site])
-    X[:, COL["custom"]] = ctx.custom
-
-
-# (the columns, the function that fills them), in the order they are filled
-REGISTRY: tuple[tuple[tuple[str, ...], Callable[[Evidence, RowContext, np.ndarray], None]], ...] = (
-    (("gen_lp", "pinyin", "shape", "confusions", "error_rate", "freq"), CandidateFeatures.fill_cheap),
-    (("keep", "rtd", "custom"), _fill_choice),
-    (("name",), WordFeatures.fill_name),
-    (("word",), WordFeatures.fill_word),
-    (("seen", "seen_max", "kept_word"), KeptFeatures.fill_kept),
-    (("lm_gain", "pair"), LMFeatures.fill_lm),
+from corrector.features.cheap import (
+    CheapFeature,
+    Choice,
+    ErrorCounts,
+    Frequency,
+    GeneratorLogProb,
+    Similarity,
 )
+from corrector.features.columns import FEATURES
+from corrector.features.gather import Gather
+from corrector.features.kept import Kept
+from corrector.features.lm import LMGain, LMText, PairGain
+from corrector.features.pairs import WordPairFinder
+from corrector.features.sites import Rows, Sites, WordPairs
+from corrector.features.state import Dictionary, Feature, OwnCounts, RowContext, Vocabulary
+from corrector.features.words import Name, Word
+
+# the feature objects' kinds, in the order they fill their columns (adding evidence: one kind here, its columns
+# in ``columns.FEATURES``, its weight in the bundle's ranker)
+SOURCES: tuple[type[Feature], ...] = (GeneratorLogProb, Similarity, ErrorCounts, Frequency, Choice, Name, Word, Kept,
+                                      LMGain, PairGain)
+F = TypeVar("F", bound=Feature)
 
 
-class Evidence(CandidateFeatures, WordFeatures, KeptFeatures, LMFeatures):
+class Evidence:
     """Everything a choice is scored on except the networks' raw outputs, which come in with the sites."""
+
+    text: LMText | None  # the character LM over the chunks (None: none)
+    sources: tuple[Feature, ...]  # the feature objects, in ``SOURCES`` order
+    gather: Gather  # the candidates, scored for the shortlist by the cheap features
 
     def __init__(self, vocab: Sequence[str], candidates: CandidateTable, tables: SimilarityTables, lm=None,
                  words: WordTable | None = None, counts: PairCounts | None = None):
         """``words``: jieba's words as the bundle stores them (``corrector.evidence.dictionary``); None: read from jieba
         at first use. ``counts``: the word forms the real training pairs keep (None: none)."""
-        from corrector.text.chars import is_cjk
-
-        self.vocab = list(vocab)
-        self.char_id = {t: i for i, t in enumerate(self.vocab) if len(t) == 1}
-        self.table = candidates
-        self.lm = lm
-        char_ids = CharIds(self.char_id)  # vectorised char_id lookups
-        self.cand_vid = char_ids(candidates.candidate_chars())
-        self.logfreq = np.array([math.log1p(tables.frequency(t)) if len(t) == 1 else 0.0 for t in self.vocab],
-                                dtype=np.float32)
-        # the generator may propose any frequent CJK character (any CJK character when the bundle has no
-        # character frequencies, e.g. one exported from a Hugging Face pair)
-        freq = np.array([tables.frequency(t) if len(t) == 1 else 0 for t in self.vocab])
-        cjk = np.array([len(t) == 1 and is_cjk(t) for t in self.vocab])
-        self.proposable = cjk & (freq > 0) if (freq > 0).any() else cjk
-        # the word forms the real training pairs keep: seen, seen_max, kept_word
-        self.kept = KeptForms(counts if counts is not None else PairCounts(), char_ids, len(self.vocab))
-        # per vocab id: how often the character was written in the real training pairs (error_rate's denominator)
-        self.written = np.array([candidates.written_count(t) if len(t) == 1 else 0.0 for t in self.vocab],
-                                dtype=np.float32)
-        ids = np.flatnonzero(self.proposable)
-        self.proposable_span = (int(ids.min()), int(ids.max()) + 1) if len(ids) else (0, 0)
-        self._words = words
+        self.vocabulary = Vocabulary(vocab, tables)
+        self.vocab = self.vocabulary.tokens
         self.tables = tables
-        self._pair_index = None
-        self._keys_of = {}
-        self._wkeys = None
-        V = len(self.vocab)
-        keys = np.repeat(np.arange(len(candidates.offsets) - 1, dtype=np.int64) * V, np.diff(candidates.offsets))
-        keys += self.cand_vid  # row * V + vid, in place: two fewer arrays of the table's length
-        keys[self.cand_vid < 0] = -1
-        self.table_order = np.argsort(keys, kind="stable")
-        self.table_keys = keys[self.table_order]
-        self._traditional = np.zeros(len(self.vocab), dtype=np.int8)  # see script_filter: 0 unknown, 1 no, 2 yes
-        self._variant_keys = None  # see script_filter
-        if lm is not None:
-            self.lm_vid = _vocab_lm_ids(self.vocab, lm)
+        self.dictionary = Dictionary(words, self.vocabulary)
+        self.find_pairs = WordPairFinder(self.vocabulary, tables, self.dictionary)
+        self._build(candidates, counts if counts is not None else PairCounts(), lm, None)
+
+    def _build(self, candidates: CandidateTable, counts: PairCounts, lm, like: Evidence | None) -> None:
+        """The feature objects over these tables; those of ``like`` that read none of the tables changed are kept."""
+        self.table, self.counts, self.lm = candidates, counts, lm
+        changed = {"lm"} if like is None or lm is not like.lm else set()
+        if like is None or candidates is not like.table or counts is not like.counts:
+            changed |= {"candidate table", "pair counts"}
+        self.text = (like.text if like is not None and "lm" not in changed else
+                     LMText(lm, self.vocab) if lm is not None else None)
+        V = len(self.vocabulary)
+        make: dict[type[Feature], Callable[[], Feature]] = {
+            GeneratorLogProb: GeneratorLogProb, Similarity: lambda: Similarity(candidates),
+            ErrorCounts: lambda: ErrorCounts(candidates, self.vocabulary), Frequency: lambda: Frequency(self.vocabulary),
+            Choice: Choice, Name: Name, Word: lambda: Word(self.dictionary, V),
+            Kept: lambda: Kept(counts, self.vocabulary), LMGain: lambda: LMGain(self.text),
+            PairGain: lambda: PairGain(self.text, V)}
+        self.sources = tuple(
+            like.source(kind) if like is not None and not changed & set(kind.tables) else make[kind]()
+            for kind in SOURCES)
+        self.gather = (like.gather if like is not None and "candidate table" not in changed else
+                       Gather(self.vocabulary, candidates, [f for f in self.sources if isinstance(f, CheapFeature)]))
+
+    def source(self, kind: type[F]) -> F:
+        """The feature object of that kind."""
+        return next(f for f in self.sources if isinstance(f, kind))
 
     def with_lm(self, lm) -> Evidence:
-        """The same evidence over another character LM (None: without one); the LM-free tables are shared."""
-        other = copy.copy(self)
-        other.lm = lm
-        if lm is not None:
-            other.lm_vid = _vocab_lm_ids(self.vocab, lm)
-        elif hasattr(other, "lm_vid"):
-            del other.lm_vid
-        return other
+        """The same evidence over another character LM (None: without one); the LM-free features are shared."""
+        return self._rebuilt(self.table, self.counts, lm)
 
     def with_candidates(self, candidates: CandidateTable, counts: PairCounts) -> Evidence:
-        """The same evidence over another candidate table and pair counts (a fold of cross-fitting): built again
-        from them, sharing the vocabulary, the similarity tables, the LM and the dictionary's words."""
-        return Evidence(self.vocab, candidates, self.tables, self.lm, self._words, counts)
+        """The same evidence over another candidate table and pair counts (a fold of cross-fitting), sharing the
+        vocabulary, the similarity tables, the LM and the dictionary's words."""
+        return self._rebuilt(candidates, counts, self.lm)
+
+    def _rebuilt(self, candidates: CandidateTable, counts: PairCounts, lm) -> Evidence:
+        other = copy.copy(self)
+        other._build(candidates, counts, lm, self)
+        return other
+
+    # ---- the score stage ---------------------------------------------------------------------------------------
+
+    def word_pairs(self, sites: Sites) -> WordPairs:
+        """The word pairs of the sites (``pairs.WordPairFinder``)."""
+        return self.find_pairs(sites)
+
+    def shortlist(self, sites: Sites, weights: dict[str, float], size: int, top_k: int,
+                  custom: dict[str, set[str]], pairs: WordPairs | None = None) -> tuple[np.ndarray, ...]:
+        """(site, vid, static row index or -1, custom flag) of each site's ``size`` best candidates by the cheap
+        score, plus every character of ``pairs`` (``gather.Gather.shortlist``)."""
+        return self.gather.shortlist(sites, weights, size, top_k, custom, pairs)
+
+    def lm_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """The texts as the LM sees them (what ``rows`` and ``refresh`` read)."""
+        assert self.text is not None
+        return self.text.encode(texts)
+
+    def static_features(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray,
+                        own: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The cheap features of the pairs (site, vid) by name (``static``: their candidate-table entry or -1).
+        ``own``: per pair, true where the counts hold it from the pair's own training text (leave-one-out)."""
+        out: dict[str, np.ndarray] = {}
+        for f in self.gather.cheap:
+            out.update(f.values(sites, site, vid, static, own) if own is not None and isinstance(f, ErrorCounts)
+                       else f.values(sites, site, vid, static))
+        return out
 
     def rows(self, sites: Sites, texts: Sequence[str], shortlist: tuple[np.ndarray, ...],
              lm_ids: list[np.ndarray] | None, pairs: WordPairs | None = None) -> Rows:
         """The feature matrix: each site's keep row, then its shortlisted candidates (``pairs``: the word pairs
-        the shortlist was given, for the ``pair`` feature); every column filled by its module (``REGISTRY``)."""
+        the shortlist was given, for the ``pair`` feature); every column filled by its feature object."""
         c_site, c_vid, c_static, c_custom = shortlist
         n = len(sites)
         site = np.concatenate([np.arange(n), c_site])
@@ -133,7 +140,43 @@ class Evidence(CandidateFeatures, WordFeatures, KeptFeatures, LMFeatures):
         site, vid, static, is_keep = site[order], vid[order], static[order], is_keep[order]
         custom = np.concatenate([np.zeros(n, bool), c_custom])[order]
         X = np.zeros((len(site), len(FEATURES)), dtype=np.float32)
-        ctx = RowContext(sites, texts, site, vid, static, is_keep, custom, self._char_ids(sites, texts), lm_ids, pairs)
-        for _, fill in REGISTRY:
-            fill(self, ctx, X)
-        return Rows(site, vid, X, pairs)
+        ctx = RowContext(sites, texts, site, vid, static, is_keep, custom, self.vocabulary.chunk_ids(sites, texts),
+                         lm_ids, pairs)
+        for f in self.sources:
+            f.fill(ctx, X)
+        return Rows(site, vid, X, pairs, static)
+
+    # ---- after the score stage ---------------------------------------------------------------------------------
+
+    def refresh(self, sites: Sites, rows: Rows, lm_ids: list[np.ndarray], edited: Sequence[int],
+                edit_rows: Sequence[int], open_sites: np.ndarray) -> bool:
+        """After a round of edits (site ``edited[j]`` now written as row ``edit_rows[j]`` chooses): the edits
+        written into ``lm_ids`` (in place), then the features that read it scored again in ``rows.X``, on the rows
+        of the open sites within the LM's order of an edit. False when no open site is that near (nothing scored)."""
+        assert self.text is not None
+        edited_ = np.asarray(edited, dtype=np.int64)
+        self.text.write(lm_ids, sites.chunk[edited_], sites.char[edited_], rows.vid[np.asarray(edit_rows, np.int64)])
+        spacing = self.text.lm.order
+        near = np.zeros(len(sites), dtype=bool)
+        for s in edited_.tolist():
+            near |= (sites.chunk == sites.chunk[s]) & (np.abs(sites.char - sites.char[s]) < spacing)
+        near &= open_sites
+        if not near.any():
+            return False
+        which = near[rows.site]
+        for f in self.sources:
+            if "lm_ids" in f.reads:
+                f.refresh(sites, rows, lm_ids, which)
+        return True
+
+    def leave_out(self, sites: Sites, texts: Sequence[str], rows: Rows, own: OwnCounts) -> None:
+        """Training's leave-one-out: the rows' columns read from counts of the real training pairs (``counted``
+        features) filled again in ``rows.X`` without what the rows' own pairs added to them (``own``)."""
+        assert rows.static is not None
+        is_keep = np.zeros(len(rows), bool)
+        is_keep[np.searchsorted(rows.site, np.arange(len(sites)), side="left")] = True  # each site's first row
+        ctx = RowContext(sites, texts, rows.site, rows.vid, rows.static, is_keep, np.zeros(len(rows), bool),
+                         self.vocabulary.chunk_ids(sites, texts), None, rows.pairs)
+        for f in self.sources:
+            if f.counted:
+                f.leave_out(ctx, rows.X, own)

@@ -1,43 +1,49 @@
 """Gather: each site's candidates (the table's shortlist by the cheap score, the generator's top-k, the caller's
-pairs, word pairs) and the cheap features that need no language model: ``gen_lp``, ``pinyin``, ``shape``,
-``confusions``, ``error_rate``, ``freq`` (the shortlist's score is a weighted sum of them)."""
+pairs, word pairs), scored for the shortlist by the cheap features (``cheap.CheapFeature``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
-from corrector.features.columns import CHEAP, COL, GEN_MARGIN, RATE_A, RATE_B
+from corrector.evidence.candidates import CandidateTable
+from corrector.features.cheap import CheapFeature
+from corrector.features.columns import CHEAP, GEN_MARGIN
 from corrector.features.sites import Sites, WordPairs
-from corrector.features.state import Tables
+from corrector.features.state import Vocabulary
 from corrector.runtime.sessions import LogProbs
 
 
-class CandidateFeatures(Tables):
-    """Mixin of ``Evidence``: candidate gathering and the cheap features."""
+class Gather:
+    """Each site's candidates from the candidate table, the generator and the caller, cut to a shortlist."""
+
+    def __init__(self, vocab: Vocabulary, table: CandidateTable, cheap: Sequence[CheapFeature]):
+        self.vocab = vocab
+        self.table = table
+        self.cheap = tuple(cheap)
+        self.cand_vid = vocab.char_ids(table.candidate_chars())  # the vocab id of each entry (-1: not in it)
+        # the entries sorted by source row * V + vid, and those keys
+        V = len(vocab)
+        keys = np.repeat(np.arange(len(table.offsets) - 1, dtype=np.int64) * V, np.diff(table.offsets))
+        keys += self.cand_vid  # row * V + vid, in place: two fewer arrays of the table's length
+        keys[self.cand_vid < 0] = -1
+        self.table_order = np.argsort(keys, kind="stable")
+        self.table_keys = keys[self.table_order]
+        self._variant_keys: np.ndarray | None = None  # see script_filter
 
     def script_filter(self, vids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(for each of ``vids``: a traditional-only character, which simplified text never writes; the sorted keys
         src * V + vid of the table's script variants that involve one: 於/于, 後/后). Two simplified characters
-        with different uses (着/著) are candidates of each other. Each character is looked up with OpenCC the first
-        time it is asked about (the whole vocabulary takes a fifth of a second: too long for a first answer)."""
+        with different uses (着/著) are candidates of each other."""
         if self._variant_keys is None:
-            V = len(self.vocab)
-            pairs = [(self.char_id[a], self.char_id[b]) for a, b in self.table.variants
-                     if a in self.char_id and b in self.char_id]
-            traditional = self._is_traditional(np.array(pairs, dtype=np.int64).reshape(-1, 2)).tolist()
+            V, char_id = len(self.vocab), self.vocab.char_id
+            pairs = [(char_id[a], char_id[b]) for a, b in self.table.variants if a in char_id and b in char_id]
+            traditional = self.vocab.is_traditional(np.array(pairs, dtype=np.int64).reshape(-1, 2)).tolist()
             self._variant_keys = np.array(sorted(a * V + b for (a, b), (ta, tb) in zip(pairs, traditional) if ta or tb),
                                           dtype=np.int64)
-        return self._is_traditional(vids), self._variant_keys
-
-    def _is_traditional(self, vids: np.ndarray) -> np.ndarray:
-        from corrector.text.script import traditional_only
-
-        todo = np.unique(vids[self._traditional[vids] == 0])
-        if len(todo):
-            self._traditional[todo] = [2 if len(self.vocab[i]) == 1 and traditional_only(self.vocab[i]) else 1
-                                       for i in todo.tolist()]
-        return self._traditional[vids] == 2
-
+        return self.vocab.is_traditional(vids), self._variant_keys
 
     def shortlist(self, sites: Sites, weights: dict[str, float], size: int, top_k: int,
                   custom: dict[str, set[str]], pairs: WordPairs | None = None) -> tuple[np.ndarray, ...]:
@@ -63,14 +69,14 @@ class CandidateFeatures(Tables):
         site_s, vid_s, idx_s = site_s[keep_s], vid_s[keep_s], idx_s[keep_s]
         # dynamic: the generator's top-k proposable characters (with their table row when they have one) ...
         site_d, vid_d = self.generator_top(sites.logprobs, top_k)
-        idx_d = self._table_index(src_row[site_d], vid_d)
+        idx_d = self.table_index(src_row[site_d], vid_d)
         # ... and the user's pairs
         cs, cv = [], []
         for i, s in enumerate(sites.src):
             for c in custom.get(s, ()):
-                if c in self.char_id:
+                if c in self.vocab.char_id:
                     cs.append(i)
-                    cv.append(self.char_id[c])
+                    cv.append(self.vocab.char_id[c])
         site_c, vid_c = np.array(cs, np.int64), np.array(cv, np.int64)
         # ... and both characters of each word pair
         no_pairs = WordPairs(*(np.zeros(0, np.int64),) * 3)
@@ -78,8 +84,8 @@ class CandidateFeatures(Tables):
         site_p, vid_p = np.concatenate([p.a, p.a + 1]), np.concatenate([p.x, p.y])
         site = np.concatenate([site_s, site_d, site_c, site_p])
         vid = np.concatenate([vid_s, vid_d, vid_c, vid_p])
-        static = np.concatenate([idx_s, idx_d, self._table_index(src_row[site_c], vid_c),
-                                 self._table_index(src_row[site_p], vid_p)])
+        static = np.concatenate([idx_s, idx_d, self.table_index(src_row[site_c], vid_c),
+                                 self.table_index(src_row[site_p], vid_p)])
         is_custom = np.concatenate([np.zeros(len(site_s) + len(site_d), bool), np.ones(len(site_c), bool),
                                     np.zeros(len(site_p), bool)])
         forced = np.concatenate([np.zeros(len(site_s) + len(site_d) + len(site_c), bool), np.ones(len(site_p), bool)])
@@ -110,10 +116,11 @@ class CandidateFeatures(Tables):
 
     def _cheap_score(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray,
                      weights: dict[str, float]) -> np.ndarray:
-        feats = self.static_features(sites, site, np.maximum(vid, 0), static)
+        vid = np.maximum(vid, 0)
+        feats: dict[str, Any] = {name: col for f in self.cheap for name, col in f.values(sites, site, vid, static).items()}
         return sum(weights.get(name, 0.0) * feats[name] for name in CHEAP).astype(np.float64)
 
-    def _table_index(self, src_row: np.ndarray, vid: np.ndarray) -> np.ndarray:
+    def table_index(self, src_row: np.ndarray, vid: np.ndarray) -> np.ndarray:
         """The table entry of each (source row, candidate vid) pair, -1 where the table has none."""
         if len(vid) == 0 or len(self.table_keys) == 0:
             return np.full(len(vid), -1, np.int64)
@@ -128,10 +135,10 @@ class CandidateFeatures(Tables):
         if top_k == 0 or len(logprobs) == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        lo, hi = self.proposable_span  # proposable ids all lie in [lo, hi): scan only that window
+        lo, hi = self.vocab.proposable_span  # proposable ids all lie in [lo, hi): scan only that window
         site, vid = np.nonzero(logprobs.logits[:, lo:hi] > (logprobs.best - GEN_MARGIN)[:, None])
         vid = vid + lo
-        ok = self.proposable[vid]
+        ok = self.vocab.proposable[vid]
         site, vid = site[ok], vid[ok]
         lp = logprobs.at(site, vid)
         order = np.lexsort((vid, -lp, site))
@@ -139,33 +146,6 @@ class CandidateFeatures(Tables):
         rank = np.arange(len(site)) - np.searchsorted(site, site, side="left")
         keep = rank < top_k
         return site[keep].astype(np.int64), vid[keep].astype(np.int64)
-
-    def static_features(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray) -> dict:
-        has = static >= 0
-
-        def at(col: np.ndarray) -> np.ndarray:  # the static table's column; 0 for rows not from it
-            out = np.zeros(len(static), dtype=np.float32)
-            out[has] = col[static[has]]
-            return out
-
-        count = at(self.table.count)
-        written = self.written[sites.src_id[site]]
-        return {
-            "gen_lp": sites.logprobs.at(site, vid),
-            "pinyin": at(self.table.pinyin),
-            "shape": at(self.table.shape),
-            "confusions": np.log1p(count),
-            "error_rate": np.log((count + RATE_A) / (written + RATE_B)),
-            "freq": self.logfreq[vid] - self.logfreq[sites.src_id[site]],
-        }
-
-    def fill_cheap(self, ctx, X: np.ndarray) -> None:
-        """The cheap features of every row; the keep row is as similar as can be and has no error rate."""
-        for name, col in self.static_features(ctx.sites, ctx.site, ctx.vid, ctx.static).items():
-            X[:, COL[name]] = col
-        X[ctx.is_keep, COL["pinyin"]] = 1.0
-        X[ctx.is_keep, COL["shape"]] = 1.0
-        X[ctx.is_keep, COL["error_rate"]] = 0.0
 
 
 def _top_per_segment(score: np.ndarray, lens: np.ndarray, k: int) -> np.ndarray:

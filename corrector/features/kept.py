@@ -3,40 +3,78 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from corrector.evidence.kept_forms import kept_word_value, seen_value
+from corrector.evidence.kept_forms import KeptForms, PairCounts, kept_word_value, seen_value
 from corrector.features.columns import COL
 from corrector.features.sites import Sites
-from corrector.features.state import Tables
+from corrector.features.state import Feature, OwnCounts, RowContext, Vocabulary
 
 
-class KeptFeatures(Tables):
-    """Mixin of ``Evidence``: the kept-forms features."""
+class Kept(Feature):
+    """The kept-forms features: ``seen`` and ``seen_max`` from the bigrams the pairs wrote correctly, ``kept_word``
+    from the words they kept or changed, of the character as written (keep rows; 0 on candidate rows).
 
-    def fill_kept(self, ctx, X: np.ndarray) -> None:
-        n = len(ctx.sites)
-        if self.kept.has_bigrams and n:
-            self.set_seen(X, ctx.is_keep, ctx.site, *self.kept.bigram_counts(ctx.T, ctx.sites.chunk, ctx.sites.char,
-                                                                             ctx.sites.src_id))
-        if self.kept.has_words and n:
-            kept_word = kept_word_value(*self.kept.word_counts(ctx.T, ctx.sites.chunk, ctx.sites.char))
-            X[:, COL["kept_word"]] = np.where(ctx.is_keep, kept_word[ctx.site], 0.0)
+    Counted from the real training pairs: :meth:`leave_out` takes each row's own pair out of the counts."""
 
-    @staticmethod
-    def set_seen(X: np.ndarray, is_keep: np.ndarray, site: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
-        """The keep rows' ``seen`` and ``seen_max`` from each site's (left, right) bigram counts; 0 elsewhere."""
-        X[:, COL["seen"]] = np.where(is_keep, seen_value(left, right)[site], 0.0)
-        X[:, COL["seen_max"]] = np.where(is_keep, seen_value(left, right, np.maximum)[site], 0.0)
+    columns = ("seen", "seen_max", "kept_word")
+    reads = ("sites", "site", "is_keep", "T")
+    tables = ("pair counts",)
+    counted = True
 
-    def seen_counts(self, sites: Sites, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def __init__(self, counts: PairCounts, vocab: Vocabulary):
+        self.vocab = vocab
+        self.kept = KeptForms(counts, vocab.char_ids, len(vocab))
+
+    def fill(self, ctx: RowContext, X: np.ndarray) -> None:
+        self._fill(ctx, X, None)
+
+    def leave_out(self, ctx: RowContext, X: np.ndarray, own: OwnCounts) -> None:
+        """Each count through a site less what its chunk's pair counted itself (floored at 0)."""
+        self._fill(ctx, X, own.pairs)
+
+    def _fill(self, ctx: RowContext, X: np.ndarray, own: Sequence[PairCounts] | None) -> None:
+        sites = ctx.sites
+        if not len(sites):
+            return
+        if self.kept.has_bigrams:
+            left, right = self.kept.bigram_counts(ctx.T, sites.chunk, sites.char, sites.src_id)
+            if own is not None:
+                own_left, own_right = self._own(own, sites, (len(sites),),
+                                                lambda k, at: k.bigram_counts(ctx.T, sites.chunk[at], sites.char[at],
+                                                                              sites.src_id[at]))
+                left = np.where(left > 0, np.maximum(left - own_left, 0), left)
+                right = np.where(right > 0, np.maximum(right - own_right, 0), right)
+            X[:, COL["seen"]] = np.where(ctx.is_keep, seen_value(left, right)[ctx.site], 0.0)
+            X[:, COL["seen_max"]] = np.where(ctx.is_keep, seen_value(left, right, np.maximum)[ctx.site], 0.0)
+        if self.kept.has_words:
+            kept, changed = self.kept.word_counts(ctx.T, sites.chunk, sites.char)
+            if own is not None:
+                own_kept, own_changed = self._own(own, sites, kept.shape,
+                                                  lambda k, at: k.word_counts(ctx.T, sites.chunk[at], sites.char[at]))
+                counted = kept + changed > 0
+                kept = np.where(counted, np.maximum(kept - own_kept, 0), kept)
+                changed = np.where(counted, np.maximum(changed - own_changed, 0), changed)
+            X[:, COL["kept_word"]] = np.where(ctx.is_keep, kept_word_value(kept, changed)[ctx.site], 0.0)
+
+    def _own(self, own: Sequence[PairCounts], sites: Sites, shape: tuple[int, ...],
+             count: Callable[[KeptForms, np.ndarray], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        """Per site: ``count`` (a KeptForms lookup at the sites in a mask) of its chunk's own pair counts (0 for
+        none), one lookup per chunk."""
+        out = (np.zeros(shape, np.float32), np.zeros(shape, np.float32))
+        for c in np.unique(sites.chunk).tolist():
+            at = sites.chunk == c
+            got = count(KeptForms(own[c], self.vocab.char_ids, len(self.vocab)), at)
+            for o, g in zip(out, got):
+                o[at] = np.maximum(g, 0)
+        return out
+
+    def counts(self, sites: Sites, texts: Sequence[str]) -> tuple[np.ndarray, ...]:
         """Per site: how often its bigram with the left and with the right neighbour, as written, was written
-        correctly in the real training pairs (-1 where there is no such neighbour)."""
-        return self.kept.bigram_counts(self._char_ids(sites, texts), sites.chunk, sites.char, sites.src_id)
-
-    def word_counts(self, sites: Sites, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(kept, changed), each (sites, 5): the training pairs' counts of the words through each site as written
-        (:meth:`KeptForms.word_counts`)."""
-        return self.kept.word_counts(self._char_ids(sites, texts), sites.chunk, sites.char)
+        correctly (-1 where there is no such neighbour); then (kept, changed), each (sites, 5): the counts of the
+        words through it as written (:meth:`KeptForms.word_counts`)."""
+        T = self.vocab.chunk_ids(sites, texts)
+        return (*self.kept.bigram_counts(T, sites.chunk, sites.char, sites.src_id),
+                *self.kept.word_counts(T, sites.chunk, sites.char))

@@ -52,6 +52,7 @@ class Rows:
     vid: np.ndarray  # (m,) vocab id of the choice
     X: np.ndarray  # (m, len(FEATURES)) float32
     pairs: WordPairs | None = None  # the word pairs whose candidates are among the rows (``pair`` feature)
+    static: np.ndarray | None = None  # (m,) each row's candidate-table entry, -1 where none (the counts read it)
 
     def __len__(self) -> int:
         return len(self.site)
