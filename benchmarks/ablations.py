@@ -4,8 +4,8 @@
         --cache runs/ranker_cache_gpu7kb --lm-folds runs/lm/dom10_folds --blend --sample 0.2 --out runs/ablations.json
 
 Every row refits the ranker without that group's features (and the products that use them) on the same training
-rows (the cached tables of ``training.fitting.ranker``: pass the cache of the run that fitted the bundle's ranker), with
-``--blend`` rescales its two blocks of weights on the dev split's rows as ``training.fitting.ranker --blend-on-dev`` does,
+rows (the cached tables of ``training.fitting.fit``: pass the cache of the run that fitted the bundle's ranker), with
+``--blend`` rescales its two blocks of weights on the dev split's rows as ``training.fitting.fit --blend-on-dev`` does,
 keeps the bundle's vetoed pairs, and picks its threshold on the dev split (best sentence correction F1 with at most
 ``--max-fpr`` of the dev's error-free sentences changed, on the uncalibrated probability); then reports the dev split
 (with ``--lm-folds``, each dev pair decoded with the LM fold that never counted it) and SIGHAN-15
@@ -30,19 +30,11 @@ from corrector.features import CHEAP, COL, FEATURES
 from training.data.csc_data import read_pairs
 from training.data.location import default_data
 from training.data.splits import dev_pairs, train_pairs
+from training.fitting.conditional_logit import blended, fit_blend, fit_conditional_logit
 from training.fitting.crossfit import Folds
 from training.fitting.evaluate import run
-from training.fitting.ranker import (
-    Table,
-    blended,
-    choose_threshold,
-    extract,
-    fit_blend,
-    fit_conditional_logit,
-    load_table,
-    save_table,
-    sweep,
-)
+from training.fitting.sweep import choose_threshold, sweep
+from training.fitting.table import Table, extract, load_table, save_table
 
 GROUPS = {
     "the networks (generator, RTD)": ("gen_lp", "rtd"),
@@ -68,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=Path("data/electra_models/default"))
     ap.add_argument("--data", type=Path, default=default_data())
-    ap.add_argument("--cache", type=Path, required=True, help="training.fitting.ranker's --cache folder (made if absent)")
+    ap.add_argument("--cache", type=Path, required=True, help="training.fitting.fit's --cache folder (made if absent)")
     ap.add_argument("--max-fpr", type=float, default=0.08)
     ap.add_argument("--lm-folds", type=Path, help="cross-fitting LM folds (training.evidence.char_lm --fold-out): dev decoded "
                     "with the fold that never counted each pair, as the bundle's LM counts the dev targets")
@@ -81,11 +73,11 @@ def main(argv: list[str] | None = None) -> None:
     fix = Corrector.load(a.model, device="cpu")
     fitted = fix.ranker
     if not fitted.meta.get("fitted"):
-        raise SystemExit("the bundle has no fitted ranker.json (run training.fitting.ranker first)")
+        raise SystemExit("the bundle has no fitted ranker.json (run training.fitting.fit first)")
     hidden = int(fitted.meta.get("hidden", 0))
     dev, test = dev_pairs(a.data), read_pairs(a.data / "csc" / "sighan15_test.tsv")
     dev_fix = Folds.over(fix, a.lm_folds, a.data) if a.lm_folds else Folds([fix])
-    cached = sorted(a.cache.glob("train_rows_s*.npz"))  # training.fitting.ranker's rows (any shortlist size)
+    cached = sorted(a.cache.glob("train_rows_s*.npz"))  # training.fitting.fit's rows (any shortlist size)
     path = a.cache / f"train_rows_s{fix.config.shortlist}.npz"
     if cached:
         rows = load_table(cached[-1])

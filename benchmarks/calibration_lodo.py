@@ -4,7 +4,7 @@
 
 Decodes the four lemon_dev domains and SIGHAN-15 once with the bundle's ranker uncalibrated (every edit at
 threshold 0.05, as ``training.fitting.calibrate`` collects them). For each domain in turn, the isotonic map
-(``ranker.fit_isotonic``, its block size cross-fitted) and the logistic map (``calibration_map``) are fitted on the
+(``calibration_map.fit_isotonic``, its block size cross-fitted) and the logistic map (``calibration_map``) are fitted on the
 other three domains' edits and judged on the held-out one: reliability bins of width 0.1 up to 1.0, the expected
 calibration error (ECE, weighted by edits), the Brier score, the highest confidence either map can give, and how
 many distinct confidences the held-out edits get. Both maps fitted on all four domains are then judged on
@@ -24,8 +24,13 @@ import numpy as np
 from corrector.rank import IDENTITY
 from training.data.csc_data import read_pairs
 from training.data.location import default_data
-from training.fitting.calibration_map import fit_calibration, reliability_table
-from training.fitting.ranker import choose_min_block, dev_edits, fit_isotonic
+from training.fitting.calibration_map import (
+    choose_min_block,
+    fit_calibration,
+    fit_isotonic,
+    reliability_table,
+)
+from training.fitting.sweep import dev_edits
 
 DOMAINS = ("enc", "mec", "cot", "gam")
 

@@ -21,7 +21,7 @@ import numpy as np
 from training.data.csc_data import read_pairs
 from training.data.location import default_data
 from training.fitting.calibration_map import reliability_table
-from training.fitting.ranker import dev_edits
+from training.fitting.sweep import dev_edits
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 

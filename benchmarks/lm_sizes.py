@@ -22,7 +22,7 @@ from corrector import Corrector
 from training.data.csc_data import read_pairs
 from training.data.location import default_data
 from training.data.splits import dev_pairs
-from training.fitting.ranker import choose_threshold, sweep
+from training.fitting.sweep import choose_threshold, sweep
 
 GRID = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 

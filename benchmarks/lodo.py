@@ -26,7 +26,7 @@ from training.data.csc_data import read_pairs
 from training.data.location import default_data
 from training.data.splits import dev_pairs
 from training.fitting.evaluate import run
-from training.fitting.ranker import sweep
+from training.fitting.sweep import sweep
 
 DOMAINS = ("enc", "mec", "cot", "gam")
 

@@ -5,7 +5,7 @@
 The dev split: ``python -m training.data.splits --data ../shared/data --out runs/dev_split.tsv``. Every site of the
 sets is scored by the bundle's public stages (its LM, its candidates, the first round of decide), then:
 
-1. **The blend** (``training.fitting.ranker.fit_blend``: one factor on the networks' weights, one on the rest) fitted
+1. **The blend** (``training.fitting.conditional_logit.fit_blend``: one factor on the networks' weights, one on the rest) fitted
    on the dev split, on the four lemon_dev domains and on both. Factors close to each other say the blend chosen on
    the dev split is also the one what users write asks for.
 2. **A ranker fitted on native writers' text** (an oracle: never shipped, lemon_dev is for choosing only): for each
@@ -29,7 +29,9 @@ from corrector import Corrector
 from corrector.features import FEATURES, Rows
 from corrector.rank import Scorer, best_candidates, choice_probs
 from training.data.csc_data import read_pairs
-from training.fitting.ranker import PRODUCTS, Table, blended, extract, fit_blend, fit_conditional_logit
+from training.fitting.conditional_logit import blended, fit_blend, fit_conditional_logit
+from training.fitting.ranker import PRODUCTS
+from training.fitting.table import Table, extract
 
 DOMAINS = ("enc", "mec", "cot", "gam")
 

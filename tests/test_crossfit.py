@@ -116,7 +116,7 @@ def test_dev_split_file_is_the_held_out_pairs_then_their_targets(data: Path, tmp
 
 
 def test_folds_over_a_corrector_share_its_sessions(tiny_bundle, tiny_lm, data: Path, tmp_path: Path) -> None:
-    """training.fitting.ranker --fit-lm-folds moves its Corrector to each fold LM: the same decoding as Folds.load,
+    """training.fitting.fit --fit-lm-folds moves its Corrector to each fold LM: the same decoding as Folds.load,
     on the Corrector's own ONNX sessions."""
     from corrector import Corrector
 
@@ -139,24 +139,24 @@ def test_folds_over_a_corrector_share_its_sessions(tiny_bundle, tiny_lm, data: P
     assert [f.evidence.lm.path for f in loaded.fixes] == [lm_folds / "fold0", lm_folds / "fold1"]
 
 
-def test_reliability_only_scores_dev_with_the_folds(tiny_bundle, tiny_lm, data: Path, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """training.fitting.ranker --reliability-only --fit-lm-folds scores dev as the calibration was fitted (each pair with
-    its fold's LM); without the folds, or on --pairs (not the training data's dev split), the bundle's LM."""
-    from training.fitting import ranker
+def test_reliability_scores_dev_with_the_folds(tiny_bundle, tiny_lm, data: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """training.fitting.reliability --fit-lm-folds scores dev as the calibration was fitted (each pair with its
+    fold's LM); without the folds, or on --pairs (not the training data's dev split), the bundle's LM."""
+    from training.fitting import reliability
 
     lm_folds = tmp_path / "folds"
     lm_folds.mkdir()
     for k in (0, 1):
         (lm_folds / f"fold{k}").symlink_to(tiny_lm, target_is_directory=True)
     seen: list[tuple[object, list]] = []
-    monkeypatch.setattr(ranker, "reliability", lambda fix, pairs, png: seen.append((fix, pairs)) or [])
-    base = ["--model", str(tiny_bundle), "--data", str(data), "--holdout", "3", "--reliability-only"]
-    ranker.main(base + ["--fit-lm-folds", str(lm_folds)])
-    ranker.main(base)
+    monkeypatch.setattr(reliability, "reliability", lambda fix, pairs, png: seen.append((fix, pairs)) or [])
+    base = ["--model", str(tiny_bundle), "--data", str(data), "--holdout", "3"]
+    reliability.main(base + ["--fit-lm-folds", str(lm_folds)])
+    reliability.main(base)
     other = tmp_path / "other.tsv"
     other.write_text("我们第1天去公圆\t我们第1天去公园\n", encoding="utf-8")
-    ranker.main(base + ["--fit-lm-folds", str(lm_folds), "--pairs", str(other)])
+    reliability.main(base + ["--fit-lm-folds", str(lm_folds), "--pairs", str(other)])
     (folds, dev), (plain, dev_again), (on_pairs, pairs) = seen
     assert isinstance(folds, Folds) and [f.evidence.lm.path for f in folds.fixes] == [lm_folds / "fold0",
                                                                                       lm_folds / "fold1"]
@@ -216,7 +216,7 @@ def test_folds_over_count_tables_read_their_folds_counts(tiny_bundle, tiny_lm, d
     from corrector import Corrector
     from corrector.features import COL
     from training.evidence import candidates
-    from training.fitting.ranker import extract_cheap
+    from training.fitting.table import extract_cheap
 
     counts, lm_folds = tmp_path / "counts", tmp_path / "lms"
     candidates.build_folds(tiny_bundle / "similarity", data, counts, 2, holdout=0)

@@ -1,4 +1,4 @@
-"""Unreliable edit pairs (training.fitting.pair_veto): counted on the training pairs, stored in ranker.json, never made."""
+"""Unreliable edit pairs (training.fitting.pair_veto, the veto step of training.fitting.fit): counted on the training pairs, stored in ranker.json, never made."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_pair_veto_writes_the_pairs_the_decoder_got_wrong(tiny_bundle, tmp_path:
     one of them."""
     pytest.importorskip("torch")
     from corrector.rank import HEURISTIC
-    from training.fitting import pair_veto
+    from training.fitting import fit
 
     data = tmp_path / "data"
     (data / "csc").mkdir(parents=True)
@@ -73,14 +73,15 @@ def test_pair_veto_writes_the_pairs_the_decoder_got_wrong(tiny_bundle, tmp_path:
     manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
     manifest["corrector_defaults"] = FORCE_EDITS
     (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    fitted = replace(HEURISTIC, meta={"fitted": True})
+    fitted = replace(HEURISTIC, meta={"fitted": True}).with_threshold(True, 0.0).with_threshold(False, 0.0)
     (bundle / "ranker.json").write_text(json.dumps(fitted.to_dict(), ensure_ascii=False), encoding="utf-8")
     before = Corrector.load(bundle, device="cpu").correct("今天天气很好")
     assert before.edits
-    pair_veto.main(["--model", str(bundle), "--data", str(data), "--holdout", "2", "--min-edits", "5",
-                    "--report", str(tmp_path / "report.json")])
+    # one round: the pairs are counted at the ranker's threshold, 0 (the bundle's default only decides what it makes)
+    fit.main(["--model", str(bundle), "--data", str(data), "--steps", "veto", "--holdout", "2", "--min-edits", "5",
+              "--rounds", "1", "--report", str(tmp_path / "report.json")])
     ranker = json.loads((bundle / "ranker.json").read_text(encoding="utf-8"))
-    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["veto"]
     for key in ("with_lm", "no_lm"):
         made = {p: c for p, c in report[key]["rounds"][-1]["pairs"].items() if sum(c) >= 5}
         assert made and ranker[key]["veto"] == made and all(r == 0 for r, _ in made.values())

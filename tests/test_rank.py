@@ -176,7 +176,7 @@ def test_calibration_round_trip_and_rejects_a_decreasing_map():
 
 
 def test_fit_isotonic_pools_violators_by_hand():
-    from training.fitting.ranker import fit_isotonic
+    from training.fitting.calibration_map import fit_isotonic
 
     p = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
     right = np.array([0, 1, 0, 0, 1, 1, 0, 1], dtype=float)
@@ -190,7 +190,7 @@ def test_fit_isotonic_pools_violators_by_hand():
 
 
 def test_fit_isotonic_pools_small_blocks_with_the_closer_neighbour():
-    from training.fitting.ranker import fit_isotonic
+    from training.fitting.calibration_map import fit_isotonic
 
     p = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
     right = np.array([0, 1, 0, 0, 1, 1, 0, 1], dtype=float)
@@ -201,7 +201,7 @@ def test_fit_isotonic_pools_small_blocks_with_the_closer_neighbour():
 
 
 def test_choose_min_block_smooths_a_flat_noisy_map():
-    from training.fitting.ranker import choose_min_block, fit_isotonic
+    from training.fitting.calibration_map import choose_min_block, fit_isotonic
 
     rng = np.random.default_rng(1)
     p = rng.uniform(0.05, 0.95, 2000)
@@ -213,7 +213,7 @@ def test_choose_min_block_smooths_a_flat_noisy_map():
 
 
 def test_fit_isotonic_recovers_a_known_map():
-    from training.fitting.ranker import fit_isotonic
+    from training.fitting.calibration_map import fit_isotonic
 
     rng = np.random.default_rng(0)
     p = rng.uniform(0.02, 0.98, 40000)
@@ -229,7 +229,8 @@ def test_fit_blend_recovers_how_much_a_scorer_overweights_the_networks():
     gen_lp twice as much as that (as one fitted on pairs the networks memorised would) gets a networks factor
     near 0.5 and a factor near 1 for the rest, and ``blended`` applies them to its named weights."""
     from corrector.rank import Scorer
-    from training.fitting.ranker import Table, blended, fit_blend
+    from training.fitting.conditional_logit import blended, fit_blend
+    from training.fitting.table import Table
 
     rng = np.random.default_rng(0)
     n = 20_000

@@ -1,4 +1,4 @@
-"""training.fitting.threshold: the with-LM threshold chosen on dev under a dev FPR cap and a cap on correct text changed."""
+"""training.fitting.threshold (a step of training.fitting.fit): the with-LM threshold chosen on dev under a dev FPR cap and a cap on correct text changed."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_threshold_is_written_where_correct_text_is_left_alone(tiny_bundle, tiny
     pytest.importorskip("torch")
     from corrector.rank import HEURISTIC
     from training.bundle import export
-    from training.fitting import threshold
+    from training.fitting import fit
 
     data = tmp_path / "data"
     (data / "csc").mkdir(parents=True)
@@ -76,9 +76,9 @@ def test_threshold_is_written_where_correct_text_is_left_alone(tiny_bundle, tiny
     fitted = replace(HEURISTIC, meta={"fitted": True}).with_threshold(True, 0.0001)
     (bundle / "ranker.json").write_text(json.dumps(fitted.to_dict(), ensure_ascii=False), encoding="utf-8")
     assert Corrector.load(bundle, device="cpu").correct("明天下雨了吗").edits  # edits correct text at 0.0001
-    threshold.main(["--model", str(bundle), "--data", str(data), "--holdout", "2", "--max-fpr", "1.0",
-                    "--max-changed", "0.0", "--grid", "0.0001,0.5,0.99", "--report", str(tmp_path / "report.json")])
-    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    fit.main(["--model", str(bundle), "--data", str(data), "--steps", "threshold", "--holdout", "2", "--max-fpr", "1.0",
+              "--max-changed", "0.0", "--grid", "0.0001,0.5,0.99", "--report", str(tmp_path / "report.json")])
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["threshold"]
     chosen = report["chosen"]
     assert next(r for r in report["table"] if r["threshold"] == chosen)["changed"] == 0.0
     assert report["table"][0]["changed"] > 0  # at 0.0001 it did change them

@@ -86,8 +86,7 @@ TINY = {
     "make_csc_data": {"--n": ["--n", "60"], "--holdout": ["--holdout", "5"]},
     "char_lm": {"--prune": ["--prune", "0,0,0,0", "--vocab-size", "300"]},
     "candidates": {"--holdout": ["--holdout", "5"]},
-    "ranker": {"--holdout": ["--holdout", "5"]},
-    "pair_veto": {"--holdout": ["--holdout", "5"]},
+    "fit": {"--holdout": ["--holdout", "5"]},
 }
 
 
@@ -119,8 +118,8 @@ def test_documented_training_commands_run_as_written(tmp_path):
     modules = [c[2] for c in commands]
     assert modules == ["training.data.prepare", "training.evidence.similarity", "training.networks.pretrain", "training.data.make_csc_data",
                        "training.networks.finetune", "training.networks.finetune", "training.bundle.export", "training.evidence.char_lm",
-                       "training.evidence.candidates", "training.bundle.export", "training.fitting.ranker", "training.bundle.export",
-                       "training.fitting.pair_veto", "training.fitting.evaluate"]
+                       "training.evidence.candidates", "training.bundle.export", "training.fitting.fit", "training.bundle.export",
+                       "training.fitting.evaluate"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for cmd in commands:
         assert cmd[0] == "python"

@@ -1,8 +1,9 @@
 """The map from the ranker's probability to an edit's confidence: logistic in the probability's log-odds.
 
-An isotonic map (``ranker.fit_isotonic``) is flat between and beyond its pooled blocks: every edit above the last
-block's mean probability gets that block's share right (0.84 in the bundle of 2026-11-27), so a near-certain edit
-and a borderline one tie, and a threshold above the top confidence silently makes no edit. The logistic map
+An isotonic map (``fit_isotonic``, kept for benchmarks/calibration_lodo.py's comparison) is flat between and
+beyond its pooled blocks: every edit above the last block's mean probability gets that block's share right (0.84
+in the bundle of 2026-11-27), so a near-certain edit and a borderline one tie, and a threshold above the top
+confidence silently makes no edit. The logistic map
 
     confidence = sigmoid(a * logit(p) + b),  a > 0
 
@@ -15,6 +16,8 @@ calibration (``RankerWeights.calibration``), dense in log-odds, so the Corrector
 from __future__ import annotations
 
 import numpy as np
+
+from corrector.rank import IDENTITY
 
 EPS = 1e-6  # probabilities are clipped to [EPS, 1 - EPS] before their log-odds are taken
 KNOT_LOGITS = np.linspace(-14.0, 14.0, 113)  # the knots' probabilities, in log-odds (0 and 1 are added)
@@ -91,3 +94,53 @@ def reliability_table(confidence: np.ndarray, right: np.ndarray, bins: int = 10)
                          "mean_confidence": round(float(c[m].mean()), 3), "share_correct": round(float(y[m].mean()), 3)})
             gap += abs(float(c[m].mean()) - float(y[m].mean())) * int(m.sum())
     return rows, round(gap / max(len(c), 1), 4)
+
+
+def fit_isotonic(p: np.ndarray, right: np.ndarray, min_block: int = 1) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Knots (probabilities, confidences) of the isotonic regression of ``right`` on ``p`` (pool adjacent
+    violators): one knot per pooled block, at its mean probability and its share right, so both rows strictly
+    increase; (0, 0) in front when the lowest block is sometimes right. Fewer than two knots: the identity.
+    A block of fewer than ``min_block`` edits is pooled with the neighbour whose share is closer (a handful of
+    edits that happened to be right must not earn confidence 1.0)."""
+    order = np.argsort(p, kind="stable")
+    p, y = np.asarray(p, np.float64)[order], np.asarray(right, np.float64)[order]
+    _, start = np.unique(p, return_index=True)  # equal probabilities start in one block
+    blocks: list[list[float]] = []  # [count, sum of p, sum right]
+    for n, sp, sy in zip(np.diff(np.append(start, len(p))), np.add.reduceat(p, start), np.add.reduceat(y, start)):
+        blocks.append([float(n), float(sp), float(sy)])
+        while len(blocks) > 1 and blocks[-2][2] / blocks[-2][0] >= blocks[-1][2] / blocks[-1][0]:
+            last = blocks.pop()
+            blocks[-1] = [u + v for u, v in zip(blocks[-1], last)]
+    while len(blocks) > 1 and min(b[0] for b in blocks) < min_block:
+        i = min(range(len(blocks)), key=lambda k: (blocks[k][0], k))
+        rate = blocks[i][2] / blocks[i][0]
+        j = i - 1 if i == len(blocks) - 1 or (i > 0 and rate - blocks[i - 1][2] / blocks[i - 1][0]
+                                                <= blocks[i + 1][2] / blocks[i + 1][0] - rate) else i + 1
+        lo, hi = min(i, j), max(i, j)  # pooling two neighbours of a monotone sequence keeps it monotone
+        blocks[lo : hi + 1] = [[u + v for u, v in zip(blocks[lo], blocks[hi])]]
+    knots = [(0.0, 0.0)] if blocks and blocks[0][2] > 0 else []
+    for n, sp, sy in blocks:
+        x, c = round(sp / n, 6), round(sy / n, 6)
+        if not knots or (x > knots[-1][0] and c > knots[-1][1]):  # rounding may merge two knots
+            knots.append((x, c))
+    if len(knots) < 2:
+        return IDENTITY
+    xs, ys = zip(*knots)
+    return tuple(xs), tuple(ys)
+
+
+def choose_min_block(p: np.ndarray, right: np.ndarray, sizes: tuple[int, ...] = (1, 10, 25, 50, 100),
+                     seed: int = 0) -> int:
+    """The ``min_block`` of :func:`fit_isotonic` with the lowest Brier score in two-fold cross-fitting
+    (fit on one random half of the edits, score the other, and the other way round)."""
+    p, right = np.asarray(p, np.float64), np.asarray(right, np.float64)
+    half = np.random.default_rng(seed).permutation(len(p)) % 2 == 0
+    best, best_size = np.inf, sizes[0]
+    for size in sizes:
+        err = 0.0
+        for fit in (half, ~half):
+            xs, ys = fit_isotonic(p[fit], right[fit], size)
+            err += float(((np.interp(p[~fit], xs, ys) - right[~fit]) ** 2).sum())
+        if err < best - 1e-12:
+            best, best_size = err, size
+    return best_size

@@ -27,7 +27,7 @@ from ..data.csc_data import read_pairs
 from ..data.location import default_data, require
 from .crossfit import Folds
 from .metrics import csc_metrics
-from .ranker import sweep
+from .sweep import choose_threshold, sweep
 
 SWEEP = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
@@ -176,8 +176,7 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(r)
                 print(f"{json.dumps(combo) if combo else ''} threshold {r['threshold']:<5} {summary_line(r)}")
         report = {**meta, "sweep": rows}
-        ok = [r for r in rows if r["false_positive_rate"] <= args.max_fpr] or rows
-        best = max(ok, key=lambda r: (r["sentence_correction"]["f1"], r["threshold"]))
+        best = choose_threshold(rows, args.max_fpr)
         chosen = {**settings, **best["settings"], "threshold": best["threshold"]}
         report["best"] = {"settings": chosen, "sentence_correction_f1": best["sentence_correction"]["f1"]}
         print(f"best on {args.data.name}: {json.dumps(chosen)} "

@@ -1,16 +1,14 @@
 """The with-LM threshold, chosen on dev under two caps: the dev split's FPR and the share of known-correct
-sentences changed.
+sentences changed (the ``threshold`` step of ``training.fitting.fit``, which writes ranker.json; ``add_arguments``
+declares its flags, ``fit`` returns the threshold).
 
-    python -m training.fitting.threshold --model BUNDLE --data ../shared/data --fit-lm-folds runs/lm/dom10_folds \\
-        --max-fpr 0.08 --max-changed 0.05 [--grid 0.40:0.70:0.01] [--report runs/threshold.json]
-
-``training.fitting.ranker`` and ``training.fitting.pair_veto`` choose the threshold with the most dev F1 at a dev FPR cap. The dev
+The ``ranker`` and ``veto`` steps choose the threshold with the most dev F1 at a dev FPR cap. The dev
 split's error-free sentences are sighan_train's essays; users' text is also news full of names and other regions'
 word forms, which the corrector must leave alone. So this also decodes the target side of
 ``csc/wang271k_dev.tsv`` (the second dev set: news, every sentence correct) and keeps only the thresholds that
 change at most ``--max-changed`` of it, then takes the most dev F1 among them. Both sets are dev sets (no test set
 is read). The networks and features are computed once per set; each threshold only decides again
-(``training.fitting.ranker.sweep``). Writes the chosen threshold into the bundle's ranker.json, with the rule in its meta.
+(``training.fitting.sweep``).
 
 ``--choose-on FILE ...`` adds development sets of what users write (``csc/lemon_dev/*.tsv``: native speakers'
 errors in mainland text): the threshold is then the one with the most mean F1 over the dev split and those sets,
@@ -20,20 +18,18 @@ among those that also change at most ``--max-fpr-each`` of each added set's corr
 from __future__ import annotations
 
 import argparse
-import json
-import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from corrector import Corrector
+from corrector.rank import RankerWeights, Scorer
 
 from ..data.csc_data import read_pairs
 from ..data.splits import dev_pairs
 from .crossfit import Folds
-from .ranker import summarise, sweep
+from .sweep import summarise, sweep
 
 
 def grid(text: str) -> list[float]:
@@ -65,16 +61,11 @@ def choose(dev_rows: list[dict], changed: list[float], max_fpr: float, max_chang
     return dev_rows[max(ok, key=lambda i: (f1(i), dev_rows[i]["threshold"]))] if ok else None
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, required=True, help="bundle with a fitted ranker.json (rewritten)")
-    ap.add_argument("--data", type=Path, required=True, help="the shared data folder (holds csc/)")
-    ap.add_argument("--fit-lm-folds", type=Path, help="cross-fitting LM folds: each dev pair decoded with the LM "
-                    "that did not count it (as training.fitting.ranker and training.fitting.pair_veto)")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The threshold step's flags (the data, --holdout, --max-fpr and --fit-lm-folds are the command's)."""
     ap.add_argument("--correct", type=Path, default=None,
                     help="source<TAB>target file whose targets are the correct sentences (default: "
                     "DATA/csc/wang271k_dev.tsv)")
-    ap.add_argument("--max-fpr", type=float, default=0.08, help="most error-free dev sentences changed")
     ap.add_argument("--max-changed", type=float, default=0.05, help="most correct sentences changed")
     ap.add_argument("--choose-on", type=Path, nargs="*", default=[],
                     help="more dev pair files (e.g. DATA/csc/lemon_dev/*.tsv): choose on the mean F1 of the dev "
@@ -82,18 +73,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-fpr-each", type=float, default=0.03, help="most correct sentences of each "
                     "--choose-on set changed")
     ap.add_argument("--grid", type=grid, default=grid("0.30:0.80:0.01"), help="thresholds tried (LO:HI:STEP)")
-    ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
-    ap.add_argument("--report", type=Path, help="JSON report: every threshold's dev metrics and share changed")
-    a = ap.parse_args(argv)
-    t0 = time.time()
-    fix = Corrector.load(a.model, device="cpu")
-    if fix.ranker.meta.get("fitted") is not True:
-        raise SystemExit(f"{a.model}: no fitted ranker.json (training.fitting.ranker first)")
+
+
+def fit(fix: Corrector, folds: Folds, ranker: RankerWeights, a: argparse.Namespace) -> tuple[
+        dict[bool, tuple[Scorer, float]], dict, dict]:
+    """The with-LM scorer and its threshold chosen under both caps (``choose``), the rule (for the ranker's meta)
+    and the step's report (every threshold's figures). ``fix`` and ``folds`` decode with ``ranker``: ``folds`` the
+    dev split (each pair with the LM that did not count it, under ``--fit-lm-folds``), ``fix`` the other sets."""
     if not fix.has_lm:
         raise SystemExit(f"{a.model}: no character LM, so no with-LM threshold to choose")
     correct_file = a.correct or a.data / "csc" / "wang271k_dev.tsv"
     correct = list(dict.fromkeys(t for _, t in read_pairs(correct_file)))
-    folds = Folds.over(fix, a.fit_lm_folds, a.data) if a.fit_lm_folds else Folds([fix])
     dev_rows = sweep(folds, dev_pairs(a.data, a.holdout), a.grid)
     changed = [r["false_positive_rate"] for r in sweep(fix, [(t, t) for t in correct], a.grid)]
     others = {path.stem: sweep(fix, read_pairs(path), a.grid) for path in a.choose_on}
@@ -110,23 +100,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"no threshold of the grid keeps dev FPR <= {a.max_fpr}, {correct_file.name}'s targets "
                          f"changed <= {a.max_changed}" + (f" and each --choose-on set's FPR <= {a.max_fpr_each}"
                                                           if others else ""))
-    old = fix.ranker.threshold
     rule = {"max_fpr": a.max_fpr, "max_changed": a.max_changed, "correct": correct_file.name,
-            "dev_lm": "cross-fitted folds" if a.fit_lm_folds else "the bundle's", "before": old,
+            "dev_lm": "cross-fitted folds" if a.fit_lm_folds else "the bundle's", "before": ranker.threshold,
             **({"choose_on": sorted(others), "max_fpr_each": a.max_fpr_each,
                 "objective": "mean F1 of the dev split and the choose_on sets"} if others else {})}
-    ranker = fix.ranker.with_threshold(True, best["threshold"])
-    ranker = replace(ranker, meta={**ranker.meta, "threshold_rule": rule})
-    (a.model / "ranker.json").write_text(json.dumps(ranker.to_dict(), ensure_ascii=False, indent=1),
-                                         encoding="utf-8")
-    if a.report:
-        a.report.write_text(json.dumps({"rule": rule, "chosen": best["threshold"], "table": table},
-                                       ensure_ascii=False, indent=1), encoding="utf-8")
     chosen = next(r for r in table if r["threshold"] == best["threshold"])
-    print(f"threshold {old} -> {best['threshold']}: dev F1 {chosen['f1']:.3f} at FPR {chosen['fpr']:.3f}, "
-          f"{chosen['changed']:.3f} of {correct_file.name}'s targets changed → {a.model / 'ranker.json'} "
-          f"({time.time() - t0:.0f} s)")
-
-
-if __name__ == "__main__":
-    main()
+    print(f"threshold {ranker.threshold} -> {best['threshold']}: dev F1 {chosen['f1']:.3f} at FPR "
+          f"{chosen['fpr']:.3f}, {chosen['changed']:.3f} of {correct_file.name}'s targets changed", flush=True)
+    return {True: (ranker.scorer, best["threshold"])}, rule, {"chosen": best["threshold"], "table": table}
