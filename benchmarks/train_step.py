@@ -28,11 +28,11 @@ def one(config: str, threads: int, precision: str, compiled: bool, steps: int, b
     import torch
 
     sys.path.insert(0, str(ROOT))
-    from training.networks import loop
+    from training.networks import loop, runtime
     from training.networks.modeling import get_config
     from training.networks.pretrain import ElectraPretrainer, PretrainConfig, make_masks
 
-    rt = loop.setup_runtime(device, threads, precision)
+    rt = runtime.setup_runtime(device, threads, precision)
     cfg = PretrainConfig(config=config, seq_len=seq_len, batch_size=batch)
     torch.manual_seed(0)
     model = ElectraPretrainer(get_config(config), cfg.rtd_weight).to(rt.device)

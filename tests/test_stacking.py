@@ -42,7 +42,8 @@ def test_a_deeper_shape_starts_from_the_pair_stacked(tmp_path):
     from transformers import ElectraForPreTraining
 
     from training.networks.modeling import get_config
-    from training.networks.pretrain import ElectraPretrainer, load_init_pair
+    from training.networks.pretrain import ElectraPretrainer
+    from training.networks.pretrain_init import load_init_pair
 
     src = pair(tmp_path)
     model = ElectraPretrainer(get_config("debug-deep"), rtd_weight=50.0)
@@ -63,7 +64,8 @@ def test_a_deeper_shape_starts_from_the_pair_stacked(tmp_path):
 
 def test_a_generator_of_another_width_starts_new(tmp_path):
     from training.networks.modeling import get_config
-    from training.networks.pretrain import ElectraPretrainer, load_init_pair
+    from training.networks.pretrain import ElectraPretrainer
+    from training.networks.pretrain_init import load_init_pair
 
     src = pair(tmp_path)  # its generator is 32 wide
     model = ElectraPretrainer(get_config("debug-deep", generator_hidden_fraction=0.25), rtd_weight=50.0)
@@ -76,7 +78,8 @@ def test_a_generator_of_another_width_starts_new(tmp_path):
 
 def test_the_shards_must_share_the_pairs_vocabulary(tmp_path):
     from training.networks.modeling import get_config
-    from training.networks.pretrain import ElectraPretrainer, load_init_pair
+    from training.networks.pretrain import ElectraPretrainer
+    from training.networks.pretrain_init import load_init_pair
 
     src = pair(tmp_path)  # its vocab.txt: [PAD]
     same = tmp_path / "same.txt"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from training.networks import loop
+from training.networks import loop, runtime
 from training.networks.rtd_health import CollapseGuard, representation_spread, rtd_auc, rtd_skill
 
 
@@ -166,29 +166,29 @@ def test_read_provenance_from_a_run_or_a_bundle(tmp_path):
 
 def test_precision_autocasts_matmuls_only_when_bf16():
     a, b = torch.randn(4, 8), torch.randn(8, 3)
-    fp32 = loop.setup_runtime("cpu", precision="fp32")
+    fp32 = runtime.setup_runtime("cpu", precision="fp32")
     with fp32.autocast():
         assert (a @ b).dtype == torch.float32
-    bf16 = loop.setup_runtime("cpu", precision="bf16")
+    bf16 = runtime.setup_runtime("cpu", precision="bf16")
     assert bf16.precision == "bf16" and fp32.precision == "fp32"
     with bf16.autocast():
         logits = a @ b
         assert logits.dtype == torch.bfloat16  # the matmul in bf16, the loss on it in fp32
         assert torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2, 0])).dtype == torch.float32
-    assert loop.setup_runtime("cpu").bf16 == loop.cpu_prefers_bf16()  # auto: native bf16, and faster here
+    assert runtime.setup_runtime("cpu").bf16 == runtime.cpu_prefers_bf16()  # auto: native bf16, and faster here
     with pytest.raises(ValueError, match="precision"):
-        loop.setup_runtime("cpu", precision="fp16")
+        runtime.setup_runtime("cpu", precision="fp16")
 
 
 def test_auto_precision_never_picks_emulated_bf16(monkeypatch):
-    loop.cpu_prefers_bf16.cache_clear()
-    monkeypatch.setattr(loop, "cpu_has_bf16", lambda: False)
+    runtime.cpu_prefers_bf16.cache_clear()
+    monkeypatch.setattr(runtime, "cpu_has_bf16", lambda: False)
     try:
-        assert loop.cpu_prefers_bf16() is False  # no timing can talk it into emulated bf16
-        assert loop.setup_runtime("cpu").precision == "fp32"
-        assert loop.setup_runtime("cpu", precision="bf16").precision == "bf16"  # an explicit flag still wins
+        assert runtime.cpu_prefers_bf16() is False  # no timing can talk it into emulated bf16
+        assert runtime.setup_runtime("cpu").precision == "fp32"
+        assert runtime.setup_runtime("cpu", precision="bf16").precision == "bf16"  # an explicit flag still wins
     finally:
-        loop.cpu_prefers_bf16.cache_clear()
+        runtime.cpu_prefers_bf16.cache_clear()
 
 
 def test_generator_on_the_discriminators_body_shares_one_pass():

@@ -32,7 +32,7 @@ from transformers import ElectraForMaskedLM, ElectraForPreTraining
 from corrector.text.tokenize import SPECIAL_IDS
 
 from ..data.csc_data import EncodedPairs, collate, encode_pairs, read_pairs
-from . import loop
+from . import loop, runtime
 from .modeling import build_models, generator_head, get_config, shares_body, tie_embeddings
 
 GENERATOR_BODIES = ("own", "discriminator")  # the corrector: the pretrained generator, or a head on the discriminator
@@ -145,7 +145,7 @@ def mft_positions(src: np.ndarray, tgt: np.ndarray, editable: np.ndarray, rng: n
 
 
 @torch.no_grad()
-def dev_metrics(model: CscModel, dev: EncodedPairs, rt: loop.Runtime, threshold: float = 0.5,
+def dev_metrics(model: CscModel, dev: EncodedPairs, rt: runtime.Runtime, threshold: float = 0.5,
                 batch_size: int = 64) -> dict[str, float]:
     """Sentence-level strict F1 of a simple decoder (flag > threshold, generator top-1 as it is) plus
     token-level detection F1. A cheap proxy for training.fitting.evaluate, good enough to pick checkpoints."""
@@ -228,7 +228,7 @@ RESUME_MUTABLE = ("max_steps", "lr", "warmup_steps", "log_every", "eval_every", 
 def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None = None) -> dict:
     """Fine-tune into args.out (resuming from out/ckpt.pt). ``given``: the config fields set on the command
     line (None = all of them), which a resumed run must not silently override."""
-    rt = loop.setup_runtime(args.device, args.threads, args.precision)
+    rt = runtime.setup_runtime(args.device, args.threads, args.precision)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "ckpt.pt"
@@ -368,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-minutes", type=float, default=0)
     ap.add_argument("--fit-minutes", type=float, default=0,
                     help="set --max-steps from the step rate measured early on so the schedule ends after this long")
-    loop.add_runtime_args(ap)
+    runtime.add_runtime_args(ap)
     ap.add_argument("--keep", choices=["best", "last"], default="best",
                     help="the pair written to --out: the best step on the dev proxy (best/ keeps it either way), or "
                          "the last step (the proxy, a thresholded top-1 decoder, is noisy next to the full pipeline)")
