@@ -23,13 +23,11 @@ from corrector.features.columns import (
            GEN_MARGIN,
            PAIR_MIN_FREQ,
            PLACE_SUFFIXES,
-           RATE_A,
-           RATE_B,
            SURNAMES,
 )
 from corrector.features.compose import SOURCES, Evidence
 from corrector.features.sites import Rows, Sites, WordPairs
 from corrector.features.state import INPUTS, Feature, OwnCounts, RowContext
 
-__all__ = ["CHEAP", "COL", "FEATURES", "GEN_MARGIN", "INPUTS", "PAIR_MIN_FREQ", "PLACE_SUFFIXES", "RATE_A", "RATE_B",
-           "SOURCES", "SURNAMES", "Evidence", "Feature", "OwnCounts", "Rows", "RowContext", "Sites", "WordPairs"]
+__all__ = ["CHEAP", "COL", "FEATURES", "GEN_MARGIN", "INPUTS", "PAIR_MIN_FREQ", "PLACE_SUFFIXES", "SOURCES",
+           "SURNAMES", "Evidence", "Feature", "OwnCounts", "Rows", "RowContext", "Sites", "WordPairs"]

@@ -63,7 +63,8 @@ def _own_counts(batch: Sequence[Chunk], pairs: list[tuple[str, str]]) -> list[Pa
     for c in batch:
         pair = [pairs[c.text_index]]
         kept, changed = word_counts(pair)
-        out.append(PairCounts(dict(correct_bigrams(pair)), {w: (kept[w], changed[w]) for w in kept.keys() | changed.keys()}))
+        words = {w: (kept[w], changed[w]) for w in kept.keys() | changed.keys()}
+        out.append(PairCounts(dict(correct_bigrams(pair)), words))
     return out
 
 
