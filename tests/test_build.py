@@ -17,6 +17,7 @@ from conftest import ROOT
 from test_training_pipeline import CORPUS
 
 from training import build
+from training.fitting.ranker import PRODUCTS
 
 DEFAULT = ROOT / "training" / "recipes" / "default.toml"
 OLD_ARGV = ROOT / "tests" / "golden" / "recipe_default_argv.json"  # default.toml's commands as its list format gave
@@ -112,7 +113,7 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     assert set(fixer.bundle.manifest.metrics) == {"sighan15_test", "sighan15_test_no_lm", "dev_split_lm_cross_fitted",
                                                   "dev_split_no_lm"}
     assert fixer.bundle.manifest.corrector_defaults == {"protect_foreign_names": 0.005, "rtd_floor": 0.001}
-    assert fixer.ranker.meta["calibration_rule"]["with_lm"]["form"] == "logistic"  # the calibrate stage
+    assert fixer.ranker.meta["calibration_rule"]["with_lm"]["form"] == "logistic"  # the fit stage's calibration
     assert (out / "finetune" / "provenance.json").is_file() and (out / "lm" / "folds").is_dir()
 
     records = {n: (out / "state" / f"{n}.json").read_text(encoding="utf-8") for n in names}
@@ -120,10 +121,10 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     assert stages_said(capsys.readouterr().out) == dict.fromkeys(names, "up to date")
     assert {n: (out / "state" / f"{n}.json").read_text(encoding="utf-8") for n in names} == records
 
-    # one setting of the vetoes changed: that stage and those that start from its bundle run again
+    # one setting of the vetoes changed: the fitting stage and the one that starts from its bundle run again
     recipe.write_text(recipe.read_text(encoding="utf-8").replace("min-edits = 5", "min-edits = 4"), encoding="utf-8")
     assert build.main([*args, "--plan"]) == 0
-    again = ("veto", "threshold", "calibrate", "metrics")
+    again = ("fit", "metrics")
     optional = {"false_positives": "optional (--with false_positives runs it)"}
     assert planned(capsys.readouterr().out) == {n: ("runs" if n in again else "up to date") for n in names} | optional
     assert build.main(args) == 0
@@ -166,6 +167,10 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     assert {p.name for p in (pair / "refit").glob("*.json")} >= {"dev_lm.json", "sighan15_nolm.json", "ranker.json"}
 
 
+FITTING = ("ranker", "veto", "threshold", "calibrate")  # the earlier format's fitting stages, now the fit stage
+OWN = {"--model", "--out", "--report", "--cache"}  # each fitting command's own paths
+
+
 def same(a: str, b: str) -> bool:
     try:
         return a == b or float(a) == float(b)
@@ -173,25 +178,53 @@ def same(a: str, b: str) -> bool:
         return False
 
 
+def flag_values(argv: list[str]) -> dict[str, list[str]]:
+    """``["m", "--a", "1", "2", "--b"]`` -> ``{"--a": ["1", "2"], "--b": []}``."""
+    out: dict[str, list[str]] = {}
+    for a in argv[1:]:
+        if a.startswith("--"):
+            out[a] = []
+        else:
+            out[list(out)[-1]].append(a)
+    return out
+
+
 def test_default_recipe_expands_to_the_argument_lists_of_its_earlier_format():
     """Every stage's commands, placeholders filled in as DATA and OUT/STAGE, are the lists the recipe's list format
     gave (tests/golden/recipe_default_argv.json, dumped from it before the change): the same flags in the same
-    order, the same values; a number may be spelt otherwise (5e-4 is 0.0005)."""
+    order, the same values; a number may be spelt otherwise (5e-4 is 0.0005). The four fitting stages are one now
+    (training.fitting.fit writes ranker.json once): every setting they gave it has, with the same value."""
     old = json.loads(OLD_ARGV.read_text(encoding="utf-8"))
     recipe = build.load_recipe("default")
     builder = build.Builder(recipe, Path("DATA"), Path("OUT"))
     for stage in recipe.stages:
-        if stage.optional:
+        if stage.optional or stage.name == "fit":
             continue
         new = [builder.argv(stage, c) for c in stage.commands]
         assert [len(c) for c in new] == [len(c) for c in old[stage.name]], stage.name
         assert all(same(a, b) for n, o in zip(new, old[stage.name]) for a, b in zip(n, o)), (stage.name, new)
-    assert [s.name for s in recipe.stages if not s.optional] == list(old)
+    assert [s.name for s in recipe.stages if not s.optional and s.name != "fit"] == [n for n in old if n not in FITTING]
+    fit, export = (builder.argv(recipe.stage("fit"), c) for c in recipe.stage("fit").commands)
+    given = flag_values(fit)
+    renamed = {"--on": "--calibrate-on"}  # training.fitting.calibrate's --on
+    for name in FITTING:
+        for cmd in old[name]:
+            if cmd[0] == "training.bundle.export":
+                assert export[:2] + export[3:4] == cmd[:2] + cmd[3:4]
+                continue
+            for flag, values in flag_values(cmd).items():
+                if flag == "--products":
+                    assert values == [",".join(PRODUCTS)]  # the default of --products now
+                elif flag not in OWN:
+                    assert flag in given or renamed.get(flag) in given, flag
+                    have = given[renamed.get(flag, flag)]
+                    assert len(have) == len(values) and all(map(same, have, values)), (name, flag)
+    assert given["--steps"] == ["ranker,veto,threshold,calibration"]
     pretrain = builder.argv(recipe.stage("pretrain"), recipe.stage("pretrain").commands[0])
     assert pretrain[-2:] == ["--init-from", "OUT/pretrain_cpu/snapshots/tok0080.0M"]  # the recipe's init
-    # the list of the ranker's products and the dev split's size are written once
+    # the list of the ranker's products is nowhere in the recipe, the dev split's size written once
     text = DEFAULT.read_text(encoding="utf-8")
-    assert text.count("lm_gain*pinyin") == 1
+    assert "lm_gain*pinyin" not in text
     assert [v for v in re.findall(r"holdout = (\S+)", text) if v[0].isdigit()] == ["1000"]
 
 
@@ -342,7 +375,7 @@ def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):
     plan = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert plan == ["prepare", "similarity", "splits", "candidates", "lm", "csc_data", "pretrain_cpu", "pretrain",
                     "finetune", "csc_native", "finetune_native", "finetune_native2", "ranker_pairs", "export",
-                    "evidence", "ranker", "veto", "threshold", "calibrate", "metrics", "false_positives"]
+                    "evidence", "fit", "metrics", "false_positives"]
     pair = tmp_path / "pair"
     (pair / "discriminator").mkdir(parents=True)
     assert build.main(["--recipe", "default", *base, "--init-from", str(pair)]) == 0
@@ -386,17 +419,15 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     cand = args_of(recipe, "candidates", "training.evidence.candidates")
     assert cand["pool-size"] == manifest["candidates"]["pool_size"]
     assert cand["min-pinyin"] == manifest["candidates"]["min_pinyin"]
-    fit = args_of(recipe, "ranker", "training.fitting.ranker")
-    assert fit["products"].split(",") == ranker["products"] and fit["blend-on-dev"] is True
+    fit = args_of(recipe, "fit", "training.fitting.fit")
+    assert list(PRODUCTS) == ranker["products"] and "products" not in fit and fit["blend-on-dev"] is True
     assert (fit["hidden"], fit["max-fpr"]) == (ranker["hidden"], ranker["max_fpr"])
     assert ranker["shortlist"] in (8, 16) and fit["shortlist"] == 16  # chosen on dev among --try-shortlists
-    veto = args_of(recipe, "veto", "training.fitting.pair_veto")
-    assert (veto["min-edits"], veto["max-precision"]) == (ranker["veto"]["min_edits"], ranker["veto"]["max_precision"])
-    chosen = args_of(recipe, "threshold", "training.fitting.threshold")
-    assert chosen["max-changed"] == ranker["threshold_rule"]["max_changed"]
-    assert chosen["max-fpr"] == ranker["threshold_rule"]["max_fpr"]
-    assert chosen["max-fpr-each"] == ranker["threshold_rule"]["max_fpr_each"]
-    assert sorted(Path(a).stem for a in chosen["choose-on"]) == ranker["threshold_rule"]["choose_on"]
+    assert (fit["min-edits"], fit["max-precision"]) == (ranker["veto"]["min_edits"], ranker["veto"]["max_precision"])
+    assert fit["max-changed"] == ranker["threshold_rule"]["max_changed"]
+    assert fit["max-fpr"] == ranker["threshold_rule"]["max_fpr"]
+    assert fit["max-fpr-each"] == ranker["threshold_rule"]["max_fpr_each"]
+    assert sorted(Path(a).stem for a in fit["choose-on"]) == ranker["threshold_rule"]["choose_on"]
     assert ranker["synthetic_pairs"] == 12000 and "synthetic-pairs" in fit
     (write,) = [c for c in recipe.stage("evidence").commands if c.kind == "write_json"]
     assert write.args == manifest["corrector_defaults"]

@@ -21,7 +21,7 @@ output, directly or not; an interrupted stage runs again (the training commands 
   ``--set STAGE=PATH`` (that stage does not run: a fine-tuned pair for ``{finetune_native2}``; a bundle folder for a
   stage others take ``bundle_from``). ``--to-stage NAME`` stops after NAME; ``--only NAME`` runs NAME alone.
 - ``--set VAR=VALUE`` replaces a ``[vars]`` value and ``--set STAGE.KEY=VALUE`` an argument (``--set
-  ranker.limit=5000``; ``false`` leaves a switch or flag out); values read as TOML (5000, 0.05, true), else as text.
+  fit.limit=5000``; ``false`` leaves a switch or flag out); values read as TOML (5000, 0.05, true), else as text.
 - ``--with NAME`` also runs an optional stage (``optional = true``: a measurement, say).
 
 The recipe's ``bundle`` stage's bundle is copied to ``OUT/bundle`` when that stage runs (or is up to date), and its
