@@ -300,7 +300,8 @@ def test_seen_counts_the_rarer_and_seen_max_the_commoner_correctly_written_bigra
     ev = Evidence(VOCAB, table(), SimilarityTables({}, FREQ, {}), None, counts=counts)
     text = "今天汽很好"
     sites = sites_of(text)
-    left, right = ev.source(Kept).counts(sites, [text])[:2]
+    left, right = ev.source(Kept).kept.bigram_counts(ev.vocabulary.chunk_ids(sites, [text]), sites.chunk, sites.char,
+                                                     sites.src_id)
     assert left.tolist() == [-1, 9, 3, 20, 0] and right.tolist() == [9, 3, 20, 0, -1]
     short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={})
     rows = ev.rows(sites, [text], short, None)
@@ -396,7 +397,7 @@ def test_kept_word_is_the_best_kept_to_changed_ratio_of_the_counted_words_throug
     ev = Evidence(VOCAB, table(), SimilarityTables({}, FREQ, {}), None, counts=counts)
     text = "今天汽很好北"
     sites = sites_of(text)
-    kept, changed = ev.source(Kept).counts(sites, [text])[2:]
+    kept, changed = ev.source(Kept).kept.word_counts(ev.vocabulary.chunk_ids(sites, [text]), sites.chunk, sites.char)
     assert kept.shape == (6, 5) and kept[2].tolist() == [0, 0, 0, 0, 2] and changed[2].tolist() == [4, 0, 0, 0, 2]
     short = ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=0, custom={})
     rows = ev.rows(sites, [text], short, None)

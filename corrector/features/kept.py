@@ -70,11 +70,3 @@ class Kept(Feature):
             for o, g in zip(out, got):
                 o[at] = np.maximum(g, 0)
         return out
-
-    def counts(self, sites: Sites, texts: Sequence[str]) -> tuple[np.ndarray, ...]:
-        """Per site: how often its bigram with the left and with the right neighbour, as written, was written
-        correctly (-1 where there is no such neighbour); then (kept, changed), each (sites, 5): the counts of the
-        words through it as written (:meth:`KeptForms.word_counts`)."""
-        T = self.vocab.chunk_ids(sites, texts)
-        return (*self.kept.bigram_counts(T, sites.chunk, sites.char, sites.src_id),
-                *self.kept.word_counts(T, sites.chunk, sites.char))
