@@ -20,7 +20,7 @@
       similarity/pinyin.tsv, similarity/shape.tsv
       candidates/candidates.npz     optional: static candidate lists (training.evidence.candidates)
       lm/                           optional: character n-gram LM (training.evidence.char_lm)
-      ranker.json                   optional: the fitted ranker's named weights and threshold (training.fitting.ranker)
+      ranker.json                   optional: the fitted ranker's named weights and threshold (training.fitting.fit)
       dictionary/words.npz          optional: jieba's two- and three-character words as vocab-id keys with their
                                     counts (corrector.evidence.dictionary), read in milliseconds; without it the decoder
                                     reads jieba's own dictionary at first use (a second), with the same result

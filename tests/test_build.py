@@ -382,6 +382,8 @@ def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):
     assert "pretrain_cpu     skipped (--init-from)" in capsys.readouterr().out
     assert build.main(["--recipe", "pair", *base, "--init-from", str(pair), "--with", "refit"]) == 0
     assert planned(capsys.readouterr().out) == dict.fromkeys(["splits", "finetune", "export", "nolm", "lm", "refit"], "runs")
+    assert build.main(["--recipe", "native", *base]) == 0  # its make_csc_data flags checked against the parser
+    assert planned(capsys.readouterr().out) == dict.fromkeys(["prepare", "pairs"], "runs")
 
 
 def args_of(recipe: build.Recipe, stage: str, module: str) -> dict:

@@ -130,7 +130,7 @@ class Evidence:
 
     lm: Path | None = None  # a directory from training.evidence.char_lm
     candidates: Path | None = None  # a directory from training.evidence.candidates
-    ranker: Path | None = None  # ranker.json from training.fitting.ranker
+    ranker: Path | None = None  # ranker.json from training.fitting.fit
 
     def copy_into(self, root: Path, manifest: Manifest) -> None:
         if self.lm is not None:
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="bundle folder to write (replaced if present)")
     ap.add_argument("--lm", type=Path, help="character LM directory (training.evidence.char_lm)")
     ap.add_argument("--candidates", type=Path, help="candidate table directory (training.evidence.candidates)")
-    ap.add_argument("--ranker", type=Path, help="ranker.json (training.fitting.ranker)")
+    ap.add_argument("--ranker", type=Path, help="ranker.json (training.fitting.fit)")
     ap.add_argument("--name", default=None, help="bundle name (default: OUT's folder name)")
     ap.add_argument("--similarity", type=Path, default=None,
                     help="tables from training.evidence.similarity (default: build them from the vocab)")

@@ -86,7 +86,7 @@ def hold_out_fold(data_dir: Path, train_file: Path, fold: int, folds: int, holdo
                   ) -> tuple[list[Pair], list[Pair]]:
     """The real training pairs of one essay-level fold (``text_folds``), and ``train_file``'s pairs less every
     pair whose target is one of theirs: networks fine-tuned on the second never saw the first, whose features
-    are then what a ranker sees on text it never trained on (``training.fitting.ranker --train-pairs``)."""
+    are then what a ranker sees on text it never trained on (``training.fitting.fit --train-pairs``)."""
     fold_of = text_folds(data_dir, folds)
     held = [p for p in train_pairs(data_dir, holdout) if fold_of.get(p[1], 0) == fold]
     targets = {t for _, t in held}

@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--min-shape", type=float, default=0.3)
     ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
     ap.add_argument("--folds", type=int, default=0, help="instead: K tables, each without one fold of the training "
-                    "pairs, into --out/fold0 .. fold{K-1} (cross-fitting: training.fitting.ranker --fit-count-folds)")
+                    "pairs, into --out/fold0 .. fold{K-1} (cross-fitting: training.fitting.fit --fit-count-folds)")
     a = ap.parse_args(argv)
     if a.folds:
         if a.folds < 2:

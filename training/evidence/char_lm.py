@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--in-domain-holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
     ap.add_argument("--in-domain-folds", type=int, default=0, metavar="K",
                     help="also write K cross-fitting LMs to --fold-out/fold0 .. fold{K-1}, each without one fold's "
-                         "in-domain lines (contiguous blocks of the files: essays stay whole), for training.fitting.ranker "
+                         "in-domain lines (contiguous blocks of the files: essays stay whole), for training.fitting.fit "
                          "--fit-lm-folds")
     ap.add_argument("--fold-out", type=Path, help="where the --in-domain-folds LMs go")
     args = ap.parse_args(argv)

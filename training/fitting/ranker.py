@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from corrector import Corrector
+from corrector.config import in_force
 from corrector.features import CHEAP, COL, FEATURES
 from corrector.rank import IDENTITY, RankerWeights
 
@@ -163,7 +164,7 @@ def fit(fix: Corrector, decoding: Folds, a: argparse.Namespace) -> tuple[RankerW
     assert best is not None
     everyone.set(ranker=RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"],
                                       best["threshold_no_lm"]),
-                 config=fix.config.with_overrides(shortlist=best["shortlist"]))
+                 config=in_force(loaded=fix.config, call={"shortlist": best["shortlist"]}))
     # 4. calibration: a logistic map of each scorer's edit probabilities on the dev edits (strictly increasing
     # from 0 to 1: calibration_map); the thresholds (chosen on the probabilities) move with it, the same edits made
     for key, use_lm in (("with_lm", True), ("no_lm", False)):

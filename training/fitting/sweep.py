@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from corrector import Corrector
+from corrector.config import in_force
 from corrector.stages import assemble
 
 from .crossfit import Folds
@@ -34,7 +35,7 @@ def _predictions(fix: Corrector, pairs: list[tuple[str, str]], thresholds: list[
     scored = [s.without_logits() for s in fix.score(prepared)]
     out = []
     for th in thresholds:
-        cfg = prepared.settings.with_overrides(threshold=th)
+        cfg = in_force(loaded=prepared.settings, call={"threshold": th})
         out.append([c.target for c in assemble(prepared, [fix.decide(s, cfg) for s in scored])])
     return out
 

@@ -43,7 +43,7 @@ def grid(text: str) -> list[float]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected LO:HI:STEP or comma-separated numbers, got {text!r}") from None
     if not values or not all(0.0 < v < 1.0 for v in values):
-        raise argparse.ArgumentTypeError(f"thresholds are probabilities in (0, 1), got {text!r}")
+        raise argparse.ArgumentTypeError(f"thresholds lie in (0, 1), got {text!r}")
     return values
 
 
