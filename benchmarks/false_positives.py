@@ -67,11 +67,17 @@ def main(argv: list[str] | None = None) -> None:
     }
     print("| correct sentences | count | changed | top changes |\n|---|---:|---:|---|")
     for name, texts in sets.items():
-        results = fix.correct_batch(texts)
-        changed = sum(1 for r in results if r.edits)
-        top = Counter(f"{e.source}→{e.target}" for r in results for e in r.edits).most_common(5)
-        print(f"| {name} | {len(texts):,} | {changed / len(texts):.1%} | {', '.join(f'{k} ({v})' for k, v in top)} |",
-              flush=True)
+        print(row(name, fix.correct_batch(texts) if texts else []), flush=True)
+
+
+def row(name: str, results: list) -> str:
+    """One table row: how many of the corrections changed their text, and the commonest changes ("n/a" for none:
+    a data folder without the set's files)."""
+    if not results:
+        return f"| {name} | 0 | n/a | |"
+    changed = sum(1 for r in results if r.edits)
+    top = Counter(f"{e.source}→{e.target}" for r in results for e in r.edits).most_common(5)
+    return f"| {name} | {len(results):,} | {changed / len(results):.1%} | {', '.join(f'{k} ({v})' for k, v in top)} |"
 
 
 def lm_files(fix: Corrector) -> list[str] | None:
