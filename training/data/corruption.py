@@ -215,18 +215,21 @@ class Corrupter:
         return self._segment(sentence)
 
     def _char_error(self, kind: str, chars: list[str], touched: list[bool]) -> list[int]:
-        if kind == "random":
-            positions = [i for i, c in enumerate(chars) if not touched[i] and self._editable(c)]
-        else:
-            positions = [
-                i
-                for i, c in enumerate(chars)
-                if not touched[i] and self._editable(c) and self._choices(kind, c)
-            ]
+        """One character swapped at a position the kind has a draw for (random and generator: any editable one)."""
+        positions = [
+            i
+            for i, c in enumerate(chars)
+            if not touched[i] and self._editable(c) and (kind in ("random", "generator") or self._choices(kind, c))
+        ]
         if not positions:
             return []
         i = positions[self.rng.randrange(len(positions))]
-        new = self.random_char(chars[i]) if kind == "random" else self._draw(kind, chars[i])
+        if kind == "random":
+            new = self.random_char(chars[i])
+        elif kind == "generator":
+            new = self._proposed(chars, i)
+        else:
+            new = self._draw(kind, chars[i])
         if new is None:
             return []
         chars[i] = new
@@ -257,19 +260,11 @@ class Corrupter:
         touched[i] = True
         return [i]
 
-    def _generator_error(self, chars: list[str], touched: list[bool]) -> list[int]:
-        """At one editable position, one of the generator's proposals there, drawn by its probability."""
+    def _proposed(self, chars: list[str], i: int) -> str | None:
+        """One of the generator's proposals at position i, drawn by its probability."""
         assert self.propose is not None
-        positions = [i for i, c in enumerate(chars) if not touched[i] and self._editable(c)]
-        if not positions:
-            return []
-        i = positions[self.rng.randrange(len(positions))]
         proposed = [(c, p) for c, p in self.propose("".join(chars), i) if c != chars[i] and self.usable(c)]
-        if not proposed:
-            return []
-        chars[i] = self.rng.choices([c for c, _ in proposed], [p for _, p in proposed])[0]
-        touched[i] = True
-        return [i]
+        return self.rng.choices([c for c, _ in proposed], [p for _, p in proposed])[0] if proposed else None
 
     def _word_error(self, index: HomophoneIndex | None, spans: list[tuple[int, str]], chars: list[str],
                     touched: list[bool]) -> list[int]:
@@ -323,8 +318,6 @@ class Corrupter:
                                                touched)
                 elif kind == "lm":
                     changed = self._lm_error(chars, touched)
-                elif kind == "generator":
-                    changed = self._generator_error(chars, touched)
                 else:
                     changed = self._char_error(kind, chars, touched)
                 if changed and self.config.lm_worse and not self._lm_finds_worse(before, chars):

@@ -77,8 +77,9 @@ class HomophoneIndex:
             syllables = lazy_pinyin(word)
             if len(syllables) != len(word) or not all(s.isascii() and s.isalpha() for s in syllables):
                 continue  # a character without a reading
-            self._exact[word] = " ".join(syllables)
-            key = " ".join(map(fuzzy_syllable, syllables)) if fuzzy else self._exact[word]
+            key = " ".join(map(fuzzy_syllable if fuzzy else str, syllables))
+            if fuzzy:  # the exact key tells the fuzzy rivals from the plain homophones
+                self._exact[word] = " ".join(syllables)
             self._key[word] = key
             if freq > 0 and (allowed is None or all(map(allowed, word))):
                 groups.setdefault(key, []).append(word)
