@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 
 from corrector import Corrector, CorrectorConfig
 from corrector.text.chars import is_cjk
-from corrector.text.script import normalise, regional_form, restore_edits, simplified_view, to_simplified
+from corrector.text.script import (
+    changing_chars,
+    normalise,
+    regional_form,
+    restore_edits,
+    simplified_view,
+    to_simplified,
+)
 from corrector.types import Edit
 
 REPO_BUNDLE = Path(__file__).resolve().parents[1] / "data" / "electra_models" / "default"
@@ -24,6 +31,51 @@ def test_simplified_view_keeps_length_and_every_non_han_character():
     view = simplified_view("我門 ok，臺灣😀的天氣。")
     assert view.traditional and view.text == "我门 ok，台湾😀的天气。"
     assert simplified_view("今天天气很好，乾隆").traditional is False  # simplified already: left as it is
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.children: dict[str, _Node] = {}
+        self.value: str | None = None
+
+
+def _trie(entries: dict[str, str]) -> object:
+    root = _Node()
+    for key, value in entries.items():
+        node = root
+        for ch in key:
+            node = node.children.setdefault(ch, _Node())
+        node.value = value
+    return type("Trie", (), {"root": root})()
+
+
+def test_changing_chars_names_one_changed_character_of_every_entry_that_changes_anything():
+    group = type("Group", (), {"matchers": [_trie({"答覆": "答复", "乾隆": "乾隆", "麼": "么"}), _trie({"們": "们"})]})()
+    conv = type("Conv", (), {"_normalization": [_trie({"\uf900": "豈"})], "_chain": [group]})()
+    assert changing_chars(conv) == frozenset("覆麼們\uf900")  # 乾隆 converts to itself: it changes nothing
+    assert changing_chars(type("Conv", (), {"_chain": [object()]})()) is None  # laid out otherwise: no shortcut
+    assert changing_chars(object()) is None
+
+
+def test_a_text_without_a_changing_character_is_its_own_conversion():
+    """The shortcut simplified_view takes gives OpenCC's own answer: every character of the shipped vocabulary,
+    and every line of a mixed sample, that holds no changing character converts to itself."""
+    from corrector.text import script
+
+    to_simplified("們")  # builds the converter and its changing characters
+    changing = script._changing["t2s"]
+    assert changing is not None and 1000 < len(changing) < 20000
+    vocab = (REPO_BUNDLE / "discriminator" / "vocab.txt").read_text(encoding="utf-8").split()
+    chars = [w for w in vocab if len(w) == 1 and w not in changing]
+    assert len(chars) > 10000 and to_simplified("".join(chars)) == "".join(chars)
+    assert all(to_simplified(c) == c for c in chars)
+    lines = TRADITIONAL + ["今天天气很好，乾隆皇帝说话。", "我们一起去吃饭吧", "头发发展后来，干隆皇帝"]
+    for line in lines:
+        if changing.isdisjoint(line):
+            assert to_simplified(line) == line and not simplified_view(line).traditional
+        else:
+            assert simplified_view(line).text == "".join(
+                s if is_cjk(o) and is_cjk(s) else o for o, s in zip(line, to_simplified(line)))
 
 
 @settings(max_examples=100, deadline=None)

@@ -39,6 +39,9 @@ _converters: dict[str, _Converter] = {}
 _lock = threading.Lock()  # one converter is built at a time, by whichever thread asks first
 
 
+_changing: dict[str, frozenset[str] | None] = {}  # per config: characters without which it changes nothing
+
+
 def _converter(config: str) -> _Converter:
     conv = _converters.get(config)
     if conv is None:
@@ -49,8 +52,42 @@ def _converter(config: str) -> _Converter:
                     import opencc
                 except ImportError:  # pragma: no cover - a base dependency
                     raise CorrectorError("traditional Chinese needs OpenCC: pip install opencc-py") from None
-                conv = _converters[config] = opencc.OpenCC(config)
+                conv = opencc.OpenCC(config)
+                _changing[config] = changing_chars(conv)
+                _converters[config] = conv
     return conv
+
+
+def changing_chars(conv: object) -> frozenset[str] | None:
+    """Characters at least one of which a text must hold for ``conv`` to change it: for every dictionary entry
+    whose value differs from its key, one character of the key that the entry changes (any character of the key
+    when the two differ in length). A text holding none of them is its own conversion, which is what most
+    simplified text is, so ``simplified_view`` need not run OpenCC's pure-Python matching on it. Read from the
+    converter's dictionaries (opencc-py's tries); None, and no shortcut, where they are not laid out as expected."""
+    steps = list(getattr(conv, "_normalization", None) or []) + list(getattr(conv, "_chain", None) or [])
+    if not steps:
+        return None
+    found: set[str] = set()
+    todo = list(steps)
+    while todo:
+        m = todo.pop()
+        if hasattr(m, "matchers"):
+            todo.extend(m.matchers)
+            continue
+        root = getattr(m, "root", None)
+        if root is None or not hasattr(root, "children"):
+            return None
+        stack = [(root, "")]
+        while stack:
+            node, key = stack.pop()
+            value = node.value
+            if value is not None and value != key:
+                if len(value) == len(key):
+                    found.add(next(k for k, v in zip(key, value) if k != v))
+                else:
+                    found.add(key[0])
+            stack.extend((child, key + ch) for ch, child in node.children.items())
+    return frozenset(found)
 
 
 def prepare_converters() -> None:
@@ -103,7 +140,11 @@ def simplified_view(chunk: str) -> ScriptView:
     """The chunk in simplified script, position for position (non-Han characters never change)."""
     if not any(is_cjk(c) for c in chunk):
         return ScriptView(chunk, chunk)
-    converted = to_simplified(chunk)
+    conv = _converter("t2s")
+    changing = _changing.get("t2s")
+    if changing is not None and changing.isdisjoint(chunk):
+        return ScriptView(chunk, chunk)  # OpenCC would give the chunk back as it is
+    converted = conv.convert(chunk)
     if len(converted) != len(chunk):  # a phrase changed length: convert character by character instead
         converted = "".join(_one_char(to_simplified(c), c) for c in chunk)
     view = "".join(s if is_cjk(o) and is_cjk(s) else o for o, s in zip(chunk, converted))
