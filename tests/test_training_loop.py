@@ -176,6 +176,12 @@ def test_precision_autocasts_matmuls_only_when_bf16():
         assert logits.dtype == torch.bfloat16  # the matmul in bf16, the loss on it in fp32
         assert torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2, 0])).dtype == torch.float32
     assert runtime.setup_runtime("cpu").bf16 == runtime.cpu_prefers_bf16()  # auto: native bf16, and faster here
+    fused = torch.backends.cuda.flash_sdp_enabled()  # the kernel flags sdpa_kernel sets, for every device
+    with bf16.autocast():
+        assert torch.backends.cuda.math_sdp_enabled() and not torch.backends.cuda.flash_sdp_enabled()
+    with fp32.autocast():
+        assert torch.backends.cuda.flash_sdp_enabled() == fused  # fp32 keeps the fused attention
+    assert torch.backends.cuda.flash_sdp_enabled() == fused  # and bf16 gave it back
     with pytest.raises(ValueError, match="precision"):
         runtime.setup_runtime("cpu", precision="fp16")
 
