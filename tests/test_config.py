@@ -72,7 +72,8 @@ def test_cli_lists_the_settings_with_the_shipped_bundles_values(capsys):
     out = capsys.readouterr().out
     assert "| `protect_foreign_names` | number in [0, 1] | 0.005 |" in out  # the manifest's tuned default
     shipped = json.loads((ROOT / "data" / "electra_models" / "default" / "ranker.json").read_text(encoding="utf-8"))
-    assert f"| `threshold` | number in [0, 1] | {json.dumps(shipped['threshold'])} |" in out  # the ranker's
+    both = f"{shipped['threshold']:g} ({shipped['threshold_no_lm']:g} with use_lm false)"
+    assert f"| `threshold` | number in [0, 1] | {both} |" in out  # the ranker's, with the LM and without
 
 
 def test_cli_settings_of_a_missing_bundle_is_one_line_and_exit_1(capsys, tmp_path):

@@ -180,8 +180,10 @@ def run_settings(argv: list[str]) -> int:
         values = in_force(manifest.get("corrector_defaults", {}), ranker.get("meta", {}).get("shortlist")).to_dict()
     except (TypeError, ValueError) as e:
         raise CliError(f"bad model bundle at {root}: {e}") from None
-    if values["threshold"] is None and "threshold" in ranker:
-        values["threshold"] = ranker["threshold"]  # with the LM; the networks alone: threshold_no_lm
+    if values["threshold"] is None and "threshold" in ranker:  # the bundle's: one with the LM, one without
+        values["threshold"] = ranker["threshold"]
+        if "threshold_no_lm" in ranker:
+            values["threshold"] = f"{ranker['threshold']:g} ({ranker['threshold_no_lm']:g} with use_lm false)"
     print(settings_table(values))
     return 0
 
