@@ -174,12 +174,13 @@ class Corrector:
                  settings: CorrectorConfig) -> list[tuple[Edit, ...]]:
         return edits_by_chunk(chunks, [self.decide(s, settings) for s in self._score_batches(batches, settings)])
 
-    def explain(self, text: str, top_k: int = 5, **settings: Any) -> Explanation:
-        """Per character: RTD probability, every feature and the probability of each choice, and why
-        the best candidate was or was not applied; plus the correction."""
+    def explain(self, text: str, shown: int = 5, **settings: Any) -> Explanation:
+        """Per character: RTD probability, every feature and the probability of each choice (the ``shown`` most
+        probable), and why the best candidate was or was not applied; plus the correction. ``settings`` are the
+        decoding settings of a call, ``top_k`` among them."""
         prepared = self.prepare([text], **settings)
         decided = [self.decide(s, prepared.settings) for s in self.score(prepared)]
-        return Explanation(assemble(prepared, decided)[0], explain_text(prepared, decided, self.vocab, top_k))
+        return Explanation(assemble(prepared, decided)[0], explain_text(prepared, decided, self.vocab, shown))
 
     def prepare(self, texts: Sequence[str], **settings: Any) -> Prepared:
         """Chunks (one per sentence, in simplified script), the characters guards protect, and the batches of

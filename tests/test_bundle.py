@@ -107,7 +107,7 @@ def test_ranker_json_gives_weights_and_threshold(bundle_copy):
     assert fix.ranker == ranker
     # no LM in this bundle: the no-LM scorer and threshold. 汽's rows: keep, top_k=5 generator
     # candidates (4 when 汽 is among them) and 气, all scored 0 but 气 (9): P(气) = e^9 / (e^9 + rows - 1)
-    ex = fix.explain("今天天汽很好", top_k=100)
+    ex = fix.explain("今天天汽很好", shown=100)
     rows = 1 + len(ex.chars[3].candidates)
     p = math.exp(9.0) / (math.exp(9.0) + rows - 1)
     assert 0.9 < p < 0.9999  # applied only under the no-LM threshold

@@ -104,10 +104,10 @@ def test_custom_confusion_pair(fake_tiny_bundle):
 def test_custom_confusion_pair_is_a_candidate_whatever_its_similarity(fake_tiny_bundle, fake_forced):
     """张 neither sounds nor looks like 汽: only the custom pair makes it a candidate."""
     text = "今天天汽很好"
-    plain = fake_forced.explain(text, top_k=100).chars[3]
+    plain = fake_forced.explain(text, shown=100).chars[3]
     assert plain.candidates and all(k.char != "张" for k in plain.candidates)
     fix = fake_corrector(fake_tiny_bundle, confusions=[("汽", "张")], threshold=0.0)
-    (cand,) = [k for k in fix.explain(text, top_k=100).chars[3].candidates if k.char == "张"]
+    (cand,) = [k for k in fix.explain(text, shown=100).chars[3].candidates if k.char == "张"]
     assert cand.features["custom"] == 1.0
     c = fix.correct(text)
     check(c)
@@ -131,7 +131,7 @@ def test_top_k_zero_leaves_only_table_and_custom_candidates(fake_tiny_bundle):
     """The tiny bundle has no candidate table: without the generator's top-k only custom pairs remain."""
     fix = fake_corrector(fake_tiny_bundle, threshold=0.0, top_k=0)
     text = "今天天汽很好"
-    ex = fix.explain(text, top_k=100)  # explain's own top_k: how many candidates it shows
+    ex = fix.explain(text, shown=100)  # how many candidates it shows
     assert [c.decision for c in ex.chars] == ["no candidates"] * len(text)
     assert fix.correct(text).edits == []
     c = fix.correct(text, confusions=[("汽", "气")])
@@ -148,7 +148,7 @@ def test_top_k_generator_candidates_per_character(fake_tiny_bundle):
     shown = {}
     for top_k in (1, 3, 7):
         fix = fake_corrector(fake_tiny_bundle, nets, threshold=0.0, top_k=top_k, shortlist=20)
-        chars = fix.explain(text, top_k=100).chars
+        chars = fix.explain(text, shown=100).chars
         for c in chars:
             assert {k.char for k in c.candidates} == set(ranked[:top_k])
             assert all(k.char in SAMPLE and is_cjk(k.char) and k.char != c.char for k in c.candidates)
@@ -163,7 +163,7 @@ def test_top_k_generator_candidates_per_character(fake_tiny_bundle):
     proposable = list(dict.fromkeys(SAMPLE))
     for top_k in (1, 3):
         fix = fake_corrector(fake_tiny_bundle, threshold=0.0, top_k=top_k, shortlist=20)
-        chars = fix.explain(text, top_k=100).chars
+        chars = fix.explain(text, shown=100).chars
         for c in chars:
             assert {k.char for k in c.candidates} == set([x for x in proposable if x != c.char][: top_k - 1])
 
@@ -172,10 +172,10 @@ def test_shortlist_cuts_candidates_but_keeps_custom_pairs(fake_tiny_bundle):
     fix = fake_corrector(fake_tiny_bundle, threshold=0.0, top_k=7)
     text = "今天天汽很好"
     for size in (1, 2):
-        chars = fix.explain(text, top_k=100, shortlist=size).chars
+        chars = fix.explain(text, shown=100, shortlist=size).chars
         assert [len(c.candidates) for c in chars] == [size] * len(text)
     # a custom pair survives the cut: with shortlist 1 it is the only candidate of 汽
-    (only,) = fix.explain(text, top_k=100, shortlist=1, confusions=[("汽", "张")]).chars[3].candidates
+    (only,) = fix.explain(text, shown=100, shortlist=1, confusions=[("汽", "张")]).chars[3].candidates
     assert only.char == "张"
 
 

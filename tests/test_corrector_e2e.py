@@ -54,7 +54,7 @@ def test_batch_matches_one_by_one(tiny_bundle, forced_corrector):
 
 def test_explain_is_the_correction(forced_corrector):
     text = SAMPLE * 2
-    ex = forced_corrector.explain(text, top_k=3)
+    ex = forced_corrector.explain(text, shown=3)
     assert [(c.position, c.char) for c in ex.chars] == list(enumerate(text))
     assert all(0.0 <= c.rtd_prob <= 1.0 and 1 <= len(c.candidates) <= 3 for c in ex.chars if c.editable)
     assert ex.correction == forced_corrector.correct(text)

@@ -16,7 +16,7 @@ from corrector.text.chars import is_cjk
 
 @pytest.mark.parametrize("text", ["今天天汽很好", "hello，北京😀龘上海\t", "", "\ud800今", SAMPLE * 2])
 def test_explain_one_row_per_character(fake_forced, text):
-    ex = fake_forced.explain(text, top_k=3)
+    ex = fake_forced.explain(text, shown=3)
     assert [(c.position, c.char) for c in ex.chars] == list(enumerate(text))
     assert [c.position for c in ex.chars if c.editable] == in_vocab_cjk(text)
     for c in ex.chars:
@@ -65,7 +65,7 @@ def test_explain_shows_every_feature_and_the_decision(fake_tiny_bundle):
 
     text = "今天天汽很好，北京"
     fix = fake_corrector(fake_tiny_bundle, confusions=[("汽", "气")], threshold=0.0)
-    ex = fix.explain(text, top_k=100, protect=["北京"])
+    ex = fix.explain(text, shown=100, protect=["北京"])
     edits = {e.position: e for e in ex.correction.edits}
     assert set(edits) == {0, 1, 2, 3, 4, 5}
     for c in ex.chars:

@@ -23,7 +23,7 @@ def test_lm_gain_reaches_the_decoder(lm_corrector, fake_forced):
     assert lm_corrector.has_lm
     lm = CharLM.load(lm_corrector.evidence.lm.path)
     text = "我们去公园散步吧"
-    ex = lm_corrector.explain(text, top_k=100, max_edits=1)  # one edit: the rest are scored on this text
+    ex = lm_corrector.explain(text, shown=100, max_edits=1)  # one edit: the rest are scored on this text
     (edit,) = ex.correction.edits
     far = [c for c in ex.chars if abs(c.position - edit.position) >= lm.order and c.editable]
     assert far
@@ -34,7 +34,7 @@ def test_lm_gain_reaches_the_decoder(lm_corrector, fake_forced):
                                                           abs=2e-3)
     assert any(k.features["lm_gain"] != 0 for c in ex.chars for k in c.candidates)
     # without the LM: no gain anywhere, and the no-LM decoder's results
-    off = lm_corrector.explain(text, top_k=100, use_lm=False)
+    off = lm_corrector.explain(text, shown=100, use_lm=False)
     assert all(k.features["lm_gain"] == 0 for c in off.chars for k in c.candidates)
     assert lm_corrector.correct_batch(SENTENCES, use_lm=False) == fake_forced.correct_batch(SENTENCES)
 

@@ -32,7 +32,7 @@ CUSTOM_PAIRS = [("汽", "气"), ("未", "末")]
 def test_hand_made_ranker_applies_the_custom_pair_with_its_probability(fake_tiny_bundle):
     fix = custom_ranker_corrector(fake_tiny_bundle, confusions=CUSTOM_PAIRS)
     for text in CUSTOM_TEXTS:
-        ex = fix.explain(text, top_k=100)
+        ex = fix.explain(text, shown=100)
         want = []
         for c in ex.chars:
             if not c.editable:
@@ -69,7 +69,7 @@ def test_calibrated_ranker_reports_confidences_and_thresholds_on_them(fake_tiny_
         for ea, eb in zip(a.edits, b.edits):
             assert eb.confidence == pytest.approx(float(scorer.calibrate(ea.confidence)), abs=1e-3)
             assert eb.confidence < ea.confidence  # this map lowers high probabilities
-        ex = cal.explain(text, top_k=100)
+        ex = cal.explain(text, shown=100)
         for c in ex.chars:
             if c.char == "汽" and c.editable:
                 assert c.candidates[0].score == pytest.approx(b.edits[0].confidence, abs=1e-3)
