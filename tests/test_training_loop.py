@@ -145,6 +145,28 @@ def test_finetune_batches_come_from_buckets_of_similar_length():
     assert len(one) == 10
 
 
+def test_pairs_encode_the_same_in_blocks_as_uint16(tmp_path, monkeypatch):
+    import numpy as np
+    from fake_networks import tiny_vocab
+
+    from training.data import csc_data
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(tiny_vocab()) + "\n", encoding="utf-8")
+    ids = {t: i for i, t in enumerate(tiny_vocab())}
+    pairs = [("今天天汽很好", "今天天气很好"), ("hello 我门", "hello 我们"), ("天气", "天气")] * 3
+    whole = csc_data.encode_pairs(pairs, vocab, 32)
+    monkeypatch.setattr(csc_data, "ENCODE_BLOCK", 2)  # blocks of two pairs, the last one alone
+    blocks = csc_data.encode_pairs(pairs, vocab, 32)
+    for field in ("src", "tgt", "editable"):
+        assert all(np.array_equal(a, b) for a, b in zip(getattr(whole, field), getattr(blocks, field)))
+    assert whole.src[0].dtype == np.uint16 and len(blocks) == 9
+    src, tgt, editable = csc_data.collate(blocks, np.array([0, 1]))
+    assert src.dtype == tgt.dtype == np.int64  # batches are int64 as before
+    assert src[0, 4] == ids["汽"] and tgt[0, 4] == ids["气"] and (src[0] != tgt[0]).sum() == 1
+    assert tgt[1, 3] == ids["们"] and editable[1].sum() == 2 and not editable[1, 1]  # "hello" is one piece
+
+
 def test_read_provenance_from_a_run_or_a_bundle(tmp_path):
     """Fine-tuning on from a run keeps its provenance.json; from a bundle, its manifest's provenance (so the
     shipped model's earlier stages stay on record); from neither, nothing."""

@@ -35,24 +35,31 @@ class EncodedPairs:
         return len(self.src)
 
 
+ENCODE_BLOCK = 4096  # pairs tokenised at a time: the tokenizer's objects for millions of pairs would not fit in memory
+
+
 def encode_pairs(pairs: list[tuple[str, str]], vocab_path: Path, max_tokens: int) -> EncodedPairs:
     """Target ids differ from source ids only at editable (single CJK character) tokens whose
-    character changed and whose new character is in the vocab."""
+    character changed and whose new character is in the vocab. Ids are kept as uint16 (the vocabulary has fewer
+    than 65,536 entries), tokenised ``ENCODE_BLOCK`` pairs at a time, so 2M pairs take about 1 GB."""
     tok = build_tokenizer(vocab_path)
     vocab = read_vocab(vocab_path)
-    encs = encode_batch(tok, [s for s, _ in pairs], max_tokens)
+    if len(vocab) > np.iinfo(np.uint16).max:
+        raise ValueError(f"{vocab_path}: {len(vocab)} entries do not fit uint16 ids")
     src, tgt, edit = [], [], []
-    for (s, t), enc in zip(pairs, encs):
-        ids = np.asarray(enc.ids, dtype=np.int64)
-        target = ids.copy()
-        pos = np.asarray(enc.char_pos)
-        for k in np.flatnonzero(pos >= 0):
-            c = t[pos[k]]
-            if c != s[pos[k]] and c in vocab:
-                target[k] = vocab[c]
-        src.append(ids)
-        tgt.append(target)
-        edit.append(pos >= 0)
+    for start in range(0, len(pairs), ENCODE_BLOCK):
+        block = pairs[start : start + ENCODE_BLOCK]
+        for (s, t), enc in zip(block, encode_batch(tok, [s for s, _ in block], max_tokens)):
+            ids = np.asarray(enc.ids, dtype=np.uint16)
+            target = ids.copy()
+            pos = np.asarray(enc.char_pos, dtype=np.int32)
+            for k in np.flatnonzero(pos >= 0):
+                c = t[pos[k]]
+                if c != s[pos[k]] and c in vocab:
+                    target[k] = vocab[c]
+            src.append(ids)
+            tgt.append(target)
+            edit.append(pos >= 0)
     return EncodedPairs(src, tgt, edit)
 
 
