@@ -181,9 +181,9 @@ def run_settings(argv: list[str]) -> int:
     except (TypeError, ValueError) as e:
         raise CliError(f"bad model bundle at {root}: {e}") from None
     if values["threshold"] is None and "threshold" in ranker:  # the bundle's: one with the LM, one without
-        values["threshold"] = ranker["threshold"]
-        if "threshold_no_lm" in ranker:
-            values["threshold"] = f"{ranker['threshold']:g} ({ranker['threshold_no_lm']:g} with use_lm false)"
+        no_lm = ranker.get("threshold_no_lm")
+        values["threshold"] = (ranker["threshold"] if no_lm is None
+                               else f"{ranker['threshold']:g} ({no_lm:g} with use_lm false)")
     print(settings_table(values))
     return 0
 

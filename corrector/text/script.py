@@ -23,7 +23,7 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Protocol
 
 from corrector.text.chars import is_cjk
@@ -39,9 +39,6 @@ _converters: dict[str, _Converter] = {}
 _lock = threading.Lock()  # one converter is built at a time, by whichever thread asks first
 
 
-_changing: dict[str, frozenset[str] | None] = {}  # per config: characters without which it changes nothing
-
-
 def _converter(config: str) -> _Converter:
     conv = _converters.get(config)
     if conv is None:
@@ -52,10 +49,14 @@ def _converter(config: str) -> _Converter:
                     import opencc
                 except ImportError:  # pragma: no cover - a base dependency
                     raise CorrectorError("traditional Chinese needs OpenCC: pip install opencc-py") from None
-                conv = opencc.OpenCC(config)
-                _changing[config] = changing_chars(conv)
-                _converters[config] = conv
+                conv = _converters[config] = opencc.OpenCC(config)
     return conv
+
+
+@cache
+def _changing(config: str) -> frozenset[str] | None:
+    """``changing_chars`` of a conversion, read once (only ``t2s``'s is ever asked for)."""
+    return changing_chars(_converter(config))
 
 
 def changing_chars(conv: object) -> frozenset[str] | None:
@@ -91,8 +92,9 @@ def changing_chars(conv: object) -> frozenset[str] | None:
 
 
 def prepare_converters() -> None:
-    """Build OpenCC's converters on a background thread (OpenCC reads its dictionaries in pure Python: a third of
-    a second) while the caller loads the rest; the first text then finds them ready."""
+    """Build OpenCC's converters (and ``t2s``'s changing characters) on a background thread (OpenCC reads its
+    dictionaries in pure Python: a third of a second) while the caller loads the rest; the first text then finds
+    them ready."""
     if not all(c in _converters for c in CONFIGS):
         threading.Thread(target=_build_all, name="opencc-load", daemon=True).start()
 
@@ -101,6 +103,7 @@ def _build_all() -> None:
     try:
         for c in CONFIGS:
             _converter(c)
+        _changing("t2s")
     except CorrectorError:  # OpenCC missing: the text that needs it says so
         pass
 
@@ -140,11 +143,10 @@ def simplified_view(chunk: str) -> ScriptView:
     """The chunk in simplified script, position for position (non-Han characters never change)."""
     if not any(is_cjk(c) for c in chunk):
         return ScriptView(chunk, chunk)
-    conv = _converter("t2s")
-    changing = _changing.get("t2s")
+    changing = _changing("t2s")
     if changing is not None and changing.isdisjoint(chunk):
         return ScriptView(chunk, chunk)  # OpenCC would give the chunk back as it is
-    converted = conv.convert(chunk)
+    converted = to_simplified(chunk)
     if len(converted) != len(chunk):  # a phrase changed length: convert character by character instead
         converted = "".join(_one_char(to_simplified(c), c) for c in chunk)
     view = "".join(s if is_cjk(o) and is_cjk(s) else o for o, s in zip(chunk, converted))

@@ -44,7 +44,7 @@ def encode_pairs(pairs: list[tuple[str, str]], vocab_path: Path, max_tokens: int
     than 65,536 entries), tokenised ``ENCODE_BLOCK`` pairs at a time, so 2M pairs take about 1 GB."""
     tok = build_tokenizer(vocab_path)
     vocab = read_vocab(vocab_path)
-    if len(vocab) > np.iinfo(np.uint16).max:
+    if len(vocab) > np.iinfo(np.uint16).max + 1:  # ids 0 .. len - 1
         raise ValueError(f"{vocab_path}: {len(vocab)} entries do not fit uint16 ids")
     src, tgt, edit = [], [], []
     for start in range(0, len(pairs), ENCODE_BLOCK):
@@ -53,13 +53,14 @@ def encode_pairs(pairs: list[tuple[str, str]], vocab_path: Path, max_tokens: int
             ids = np.asarray(enc.ids, dtype=np.uint16)
             target = ids.copy()
             pos = np.asarray(enc.char_pos, dtype=np.int32)
-            for k in np.flatnonzero(pos >= 0):
+            editable = pos >= 0
+            for k in np.flatnonzero(editable):
                 c = t[pos[k]]
                 if c != s[pos[k]] and c in vocab:
                     target[k] = vocab[c]
             src.append(ids)
             tgt.append(target)
-            edit.append(pos >= 0)
+            edit.append(editable)
     return EncodedPairs(src, tgt, edit)
 
 
