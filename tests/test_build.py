@@ -384,6 +384,9 @@ def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):
     assert planned(capsys.readouterr().out) == dict.fromkeys(["splits", "finetune", "export", "nolm", "lm", "refit"], "runs")
     assert build.main(["--recipe", "native", *base]) == 0  # its make_csc_data flags checked against the parser
     assert planned(capsys.readouterr().out) == dict.fromkeys(["prepare", "pairs"], "runs")
+    assert build.main(["--recipe", "capacity", *base, "--set", "config=cpu-g4-10", "--set", "stack=true"]) == 0
+    assert planned(capsys.readouterr().out) == dict.fromkeys(["prepare", "pretrain", "finetune", "export", "lodo",
+                                                              "speed"], "runs")
 
 
 def args_of(recipe: build.Recipe, stage: str, module: str) -> dict:

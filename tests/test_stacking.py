@@ -90,3 +90,24 @@ def test_the_shards_must_share_the_pairs_vocabulary(tmp_path):
     other.write_text("[PAD]\n##pu\n##ay\n", encoding="utf-8")  # two pieces in the other order
     with pytest.raises(SystemExit, match=r"differ \(2 ids; id 1 is '##ay' to the pair and '##pu' to the shards\)"):
         load_init_pair(ElectraPretrainer(get_config("debug"), rtd_weight=50.0), src, vocab=other)
+
+
+@pytest.mark.parametrize("config", ["cpu-g4-8", "cpu-g4-10"])
+def test_each_deeper_arm_of_the_capacity_recipe_starts_from_the_committed_pair(config):
+    """training/recipes/capacity.toml stacks data/pretraining (6 x 256 under a 6 x 64 generator) into its deeper
+    configs: both networks, every layer from one of the pair's."""
+    from training.build import load_recipe
+    from training.networks.modeling import get_config
+    from training.networks.pretrain import ElectraPretrainer
+    from training.networks.pretrain_init import load_init_pair
+
+    recipe = load_recipe("capacity", [f"config={config}", "stack=true"])
+    args = recipe.stage("pretrain").commands[0].args
+    assert args["config"] == config and args["init-stack"] is True
+    root = Path(__file__).resolve().parents[1]
+    layers = get_config(config).num_layers
+    model = ElectraPretrainer(get_config(config), rtd_weight=50.0)
+    info = load_init_pair(model, root / str(recipe.init), stack=True)
+    assert info["stacked"] == {"discriminator": f"6 -> {layers} layers (layer i from layer i mod 6)",
+                               "generator": f"6 -> {layers} layers (layer i from layer i mod 6)"}
+    assert info["tokens_seen"] > 260_000_000  # the pair's tokens count on

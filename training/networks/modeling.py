@@ -51,6 +51,9 @@ CONFIGS: dict[str, ModelConfig] = {
     # shape trials (docs/experiments/2026-11-pretraining.md): the same with a generator a quarter as wide, and ELECTRA-small's depth
     "cpu-g4": ModelConfig(num_layers=6, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
     "small-cpu": ModelConfig(num_layers=12, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
+    # the capacity comparison (training/recipes/capacity.toml): cpu-g4 8 and 10 deep, stacked from a cpu-g4 pair
+    "cpu-g4-8": ModelConfig(num_layers=8, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
+    "cpu-g4-10": ModelConfig(num_layers=10, generator_hidden_fraction=0.25, max_position=128, dropout=0.0),
     # the debug shape twice as deep: a stacked start (training.networks.stacking) in the tests
     "debug-deep": ModelConfig(embedding_size=32, hidden_size=64, num_layers=4, num_heads=2,
                               generator_hidden_fraction=0.5, max_position=64),
