@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -355,3 +356,32 @@ def test_step_runner_skips_a_non_finite_step_and_stops_after_many(tmp_path, monk
     result = runner.run(micro_step, lambda *a: None)
     assert result.stopped and "not finite" in result.stopped and result.step == 4
     assert torch.equal(model2.w.detach(), torch.full((4,), 10.0))
+
+
+def test_step_runner_trims_the_heap_every_few_steps(tmp_path, monkeypatch):
+    trims: list[int] = []
+    model = Quadratic()
+    runner = loop.StepRunner(model, torch.optim.SGD(model.parameters(), lr=0.0), lr=0.1, warmup_steps=1,
+                             max_steps=25, ckpt_path=tmp_path / "ckpt.pt", ckpt_every=100, state=dict)
+    monkeypatch.setattr(loop, "trim_heap", lambda: trims.append(runner.step) or True)
+    assert runner.run(lambda: {"loss": (model.w ** 2).sum()}, lambda *a: None).step == 25
+    assert trims == [loop.TRIM_EVERY * k for k in range(1, 25 // loop.TRIM_EVERY + 1)]
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_trim_heap_gives_freed_heap_pages_back():
+    """200 MB of 100 KB blocks (the heap, not mmap), every 50th kept so that no freed stretch is the heap's top:
+    freeing the rest leaves them resident until trim_heap returns them."""
+    if not loop.trim_heap():
+        pytest.skip("no glibc: nothing to trim")
+    blocks = [b"x" * 100_000 for _ in range(2_000)]
+    kept = blocks[::50]
+    del blocks
+    before = resident_bytes()
+    assert loop.trim_heap()
+    assert before - resident_bytes() > 100_000_000, "the freed blocks stayed resident"
+    assert len(kept) == 40

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import copy
+import ctypes
+import functools
 import json
 import math
 import os
 import random
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -142,6 +145,30 @@ class RunResult:
 FIT_PROBE = (20, 120)  # steps of an invocation between which fit_minutes measures the rate (after warm-up)
 FIT_MARGIN = 0.92  # share of the measured rate counted on (evaluations and checkpoints take the rest)
 MAX_NONFINITE = 50  # steps in a row whose loss or gradient is not finite before the run stops
+TRIM_EVERY = 10  # steps between returns of the allocator's free pages to the system (trim_heap)
+
+
+@functools.cache
+def _glibc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim.argtypes, libc.malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+        return libc
+    except (OSError, AttributeError):  # another C library (musl): nothing to trim
+        return None
+
+
+def trim_heap() -> bool:
+    """Give the C allocator's free pages back to the system (glibc's ``malloc_trim``); whether it could. A CPU step
+    frees tensors of many sizes, and the heap they leave holes in is never returned on its own: a fine-tuning
+    process grew to 8.5 GB resident in 2,400 steps (docs/training.md, memory)."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
 
 
 class StepRunner:
@@ -272,6 +299,8 @@ class StepRunner:
                 bar.total = self.max_steps
                 bar.update(1)
                 on_step(self.step, lr, stats)
+                if self.step % TRIM_EVERY == 0:
+                    trim_heap()
                 if self.step % self.ckpt_every == 0 and self.stopped is None:
                     self.checkpoint()
             bar.close()
