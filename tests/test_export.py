@@ -380,3 +380,22 @@ def test_corrector_on_a_split_bundle_matches_the_joint_one(joint_bundle, split_b
     assert not every.correction.edits
     cjk = [c for c in every.chars if "\u4e00" <= c.char <= "\u9fff"]
     assert cjk and all(c.decision.startswith("kept: unsuspected") and c.candidates == [] for c in cjk)
+
+
+def test_update_takes_decoding_settings_from_a_file_or_another_bundle(tiny_bundle, tmp_path):
+    """--defaults FILE embeds that JSON's settings; --defaults BUNDLE the settings that bundle's manifest holds."""
+    pytest.importorskip("torch")
+    from training.bundle import export
+
+    def settings(bundle: Path) -> dict:
+        return json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))["corrector_defaults"]
+
+    donor = Path(shutil.copytree(tiny_bundle, tmp_path / "donor"))
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"rtd_floor": 0.002, "protect_foreign_names": 0.01}), encoding="utf-8")
+    export.main(["--update", str(donor), "--defaults", str(mine)])
+    assert settings(donor) == {"rtd_floor": 0.002, "protect_foreign_names": 0.01}
+    taker = Path(shutil.copytree(tiny_bundle, tmp_path / "taker"))
+    assert settings(taker) != settings(donor)
+    export.main(["--update", str(taker), "--defaults", str(donor)])
+    assert settings(taker) == settings(donor)

@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--similarity", type=Path, default=None,
                     help="tables from training.evidence.similarity (default: build them from the vocab)")
     ap.add_argument("--metrics", type=Path, default=None, help="JSON report(s) from training.fitting.evaluate to embed")
-    ap.add_argument("--defaults", type=Path, default=None, help="JSON of tuned corrector settings to embed")
+    ap.add_argument("--defaults", type=Path, default=None, help="JSON of tuned corrector settings to embed, or a bundle folder (its settings)")
     ap.add_argument("--full-precision", action="store_true", help="keep fp32 safetensors (default fp16)")
     ap.add_argument("--no-int8", dest="int8", action="store_false", help="skip the int8-quantised ONNX copies")
     ap.add_argument("--split-head", action="store_true",
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     evidence = Evidence(args.lm, args.candidates, args.ranker)
     try:
         if args.update:
-            manifest = update_bundle(args.update, evidence, _read_json(args.metrics), _read_json(args.defaults))
+            manifest = update_bundle(args.update, evidence, _read_json(args.metrics), read_defaults(args.defaults))
             size = sum(p.stat().st_size for p in args.update.rglob("*") if p.is_file())
             print(f"updated {args.update} ({size / 1e6:.1f} MB): lm {manifest.lm.get('size_bytes', 0) / 1e6:.1f} MB, "
                   f"ranker threshold {manifest.ranker.get('threshold')}")
@@ -260,12 +260,19 @@ def _read_json(path: Path | None) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path else None
 
 
+def read_defaults(path: Path | None) -> dict | None:
+    """``--defaults``: a JSON file of decoding settings, or a bundle folder, whose manifest's settings are taken."""
+    if path is not None and path.is_dir():
+        return dict(Manifest.from_dict(json.loads((path / MANIFEST).read_text(encoding="utf-8"))).corrector_defaults)
+    return _read_json(path)
+
+
 def export_run(args: argparse.Namespace, evidence: Evidence) -> Manifest:
     disc, gen, vocab = load_pair(args.run / "discriminator", args.run / "generator")
     prov_file = args.run / "provenance.json"
     provenance = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.exists() else {}
     metrics = json.loads(args.metrics.read_text(encoding="utf-8")) if args.metrics else {}
-    defaults = json.loads(args.defaults.read_text(encoding="utf-8")) if args.defaults else {}
+    defaults = read_defaults(args.defaults) or {}
     return write_bundle(disc, gen, vocab, args.out, name=args.name or args.out.name,
                         similarity=args.similarity, provenance=provenance, metrics=metrics,
                         corrector_defaults=defaults, half=not args.full_precision, int8=args.int8,
