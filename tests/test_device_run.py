@@ -103,6 +103,13 @@ def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_pa
     assert after["init_from"]["ledger"] == before["ledger"]
     assert before["tokens_seen"] < after["tokens_seen"] <= before["tokens_seen"] + 8 * 32
     assert after["ledger"]["tokens"] == after["tokens_seen"] - before["tokens_seen"]
+    again = tmp_path / "again"  # continued once more: the lineage keeps both runs before it, ledgers and all
+    run("-m", "training.networks.pretrain", "--data", str(prepared), "--out", str(again), "--config", "debug",
+        "--init-from", str(out), "--lr", "0", "--max-steps", "1", "--batch-size", "8", "--seq-len", "32",
+        "--threads", "1", "--eval-every", "100")
+    lineage = json.loads((again / "provenance.json").read_text())["pretraining"]["init_from"]
+    assert lineage["tokens_seen"] == after["tokens_seen"] and lineage["ledger"] == after["ledger"]
+    assert lineage["init_from"] == after["init_from"]
     for net in device_pack.NETS:
         a, b = load_file(pair / net / "model.safetensors"), load_file(out / net / "model.safetensors")
         assert all(torch.equal(a[k], b[k]) for k in a), net

@@ -70,7 +70,8 @@ def load_init_pair(model: ElectraPretrainer, init: Path, stack: bool = False, vo
     vocab.txt, which must be the pair's (a token id means one token to both). A pair whose generator is not of
     this shape's width (a fine-tuned pair, its corrector a head on the discriminator's body) gives the
     discriminator only, under a new generator. Returns what the provenance records
-    of it: its name, tokens seen and ledger, so that ``tokens_seen`` counts from there."""
+    of it: its name, tokens seen and ledger, so that ``tokens_seen`` counts from there, and where it came from in
+    turn (its own ``init_from``), so that a state advanced run after run keeps every run's ledger."""
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
     if vocab is not None:
@@ -102,4 +103,5 @@ def load_init_pair(model: ElectraPretrainer, init: Path, stack: bool = False, vo
     return {"name": init.resolve().name, "tokens_seen": int(prev.get("tokens_seen", 0)),
             **({"stacked": stacked} if stack else {}), **({"generator": new_generator} if new_generator else {}),
             **({"ledger": prev["ledger"]} if "ledger" in prev else {}),
-            **({"hardware": prev["hardware"]} if "hardware" in prev else {})}
+            **({"hardware": prev["hardware"]} if "hardware" in prev else {}),
+            **({"init_from": prev["init_from"]} if "init_from" in prev else {})}
