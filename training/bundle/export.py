@@ -263,7 +263,7 @@ def _read_json(path: Path | None) -> dict | None:
 def read_defaults(path: Path | None) -> dict | None:
     """``--defaults``: a JSON file of decoding settings, or a bundle folder, whose manifest's settings are taken."""
     if path is not None and path.is_dir():
-        return dict(Manifest.from_dict(json.loads((path / MANIFEST).read_text(encoding="utf-8"))).corrector_defaults)
+        return dict(Bundle.load(path).manifest.corrector_defaults)
     return _read_json(path)
 
 
