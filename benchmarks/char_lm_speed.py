@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from corrector.evidence.char_lm import CharLM
+from corrector.evidence.char_lm import CharLM, CharLMBase
 
 
-def windows(lm: CharLM, n: int, seed: int = 0) -> np.ndarray:
+def windows(lm: CharLMBase, n: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     path = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "csc" / "sighan15_test.tsv"
     sents: list[str] = []

@@ -13,7 +13,6 @@ more files holds out other lines. Prints the share of sentences changed and the 
 from __future__ import annotations
 
 import argparse
-import gzip
 import re
 from collections import Counter
 from pathlib import Path
@@ -24,6 +23,7 @@ from corrector import Corrector
 from training.data.csc_data import read_pairs
 from training.data.location import default_data
 from training.data.splits import dev_pairs
+from training.data.text_files import corpus_files, file_lines
 
 EDITED = ("laws.txt.gz", "news_rss.txt.gz", "news_titles.txt.gz", "news_xwlb.txt.gz")
 HOLDOUT_EVERY = 200  # training.evidence.char_lm's default
@@ -32,12 +32,11 @@ HOLDOUT_EVERY = 200  # training.evidence.char_lm's default
 def corpus_sentences(corpus: Path, limit: int, lm_files: list[str] | None = None) -> list[str]:
     """Sentences of the edited files' lines that an LM built on ``lm_files`` (default: every file of ``corpus``)
     held out: every HOLDOUT_EVERY-th line of them all, counted in sorted file order (char_lm_estimate.read_corpus)."""
-    files = sorted(lm_files) if lm_files else sorted(f.name for f in corpus.glob("*.txt.gz"))
+    files = sorted(lm_files) if lm_files else [f.name for f in corpus_files(corpus)]
     held: dict[str, list[str]] = {name: [] for name in EDITED}
     seen = 0
     for name in files:
-        with gzip.open(corpus / name, "rt", encoding="utf-8") as f:
-            lines = [x for x in f.read().split("\n") if x]
+        lines = file_lines(corpus / name)
         if name in held:
             first = (HOLDOUT_EVERY - 1 - seen) % HOLDOUT_EVERY
             held[name] = lines[first::HOLDOUT_EVERY]

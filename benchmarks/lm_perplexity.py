@@ -19,7 +19,7 @@ from pathlib import Path
 import _checkout  # noqa: F401  (training/ and service/ are imported from the checkout)
 import numpy as np
 
-from corrector.evidence.char_lm import UNK, CharLM
+from corrector.evidence.char_lm import UNK, CharLM, CharLMBase
 from training.data.csc_data import read_pairs
 from training.data.location import default_data
 from training.evidence.char_lm_table import heldout_windows, perplexity
@@ -35,7 +35,7 @@ def domain_sets(data: Path) -> dict[str, dict[str, list[str]]]:
     return sets
 
 
-def measure(lm: CharLM, lines: list[str]) -> dict[str, float]:
+def measure(lm: CharLMBase, lines: list[str]) -> dict[str, float]:
     win = heldout_windows(lines, lm.lut, lm.order)
     unk = float(np.mean(win[:, -1] == UNK))
     return {"perplexity": round(perplexity(lm, win), 3), "chars": int(win.shape[0]), "unk_share": round(unk, 5)}

@@ -34,6 +34,7 @@ from corrector.stages import (
     Scored,
 )
 from corrector.text.chars import split_sentences
+from corrector.text.mainland import ZHU, mainland_target
 from corrector.text.script import restore_edits
 from corrector.types import Edit, Reason
 
@@ -143,8 +144,27 @@ def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray,
                     chosen_now[at] = (row, float(probs[row]))
                     by_pos[i] = Edit(i, a, b, round(float(scorer.calibrate(probs[row])), 4), "script")
             edits = [by_pos[i] for i in sorted(by_pos)]
+        if ch.view is None or ch.mainland:
+            edits = mainland_edits(ch.text, edits)
         out.append(tuple(edits))
     return tuple(out), chosen_now
+
+
+def mainland_edits(text: str, edits: list[Edit]) -> list[Edit]:
+    """Simplified text's edits in mainland form: one that would write 著 where mainland text writes 着 writes 着
+    (``corrector.text.mainland``), and is dropped if 着 is what was written."""
+    if not any(e.target == ZHU for e in edits):
+        return edits
+    chars = list(text)
+    for e in edits:
+        chars[e.position] = e.target
+    corrected = "".join(chars)
+    out = []
+    for e in edits:
+        target = mainland_target(corrected, e.position, e.target)
+        if target != e.source:
+            out.append(replace(e, target=target))
+    return out
 
 
 def _statuses(scored: Scored, probs: np.ndarray, chosen: dict[int, tuple[int, float]], capped: set[int],

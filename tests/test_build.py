@@ -218,6 +218,9 @@ def test_default_recipe_expands_to_the_argument_lists_of_its_earlier_format():
                 elif flag not in OWN:
                     assert flag in given or renamed.get(flag) in given, flag
                     have = given[renamed.get(flag, flag)]
+                    if flag in ("--choose-on", "--on"):  # the fifth native dev domain joined the four LEMON ones
+                        assert have[-1] == "DATA/csc/cscd_ns_dev.tsv"
+                        have = have[:-1]
                     assert len(have) == len(values) and all(map(same, have, values)), (name, flag)
     assert given["--steps"] == ["ranker,veto,threshold,calibration"]
     pretrain = builder.argv(recipe.stage("pretrain"), recipe.stage("pretrain").commands[0])

@@ -41,22 +41,26 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from corrector.evidence.char_lm_base import (
+    BLOCK_BITS,
+    MAX_CODEPOINT,
+    CharLMBase,
+    FloatArray,
+    IntArray,
+    U64Array,
+)
 from corrector.evidence.char_lm_vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, UNK, token_name
 from corrector.types import CorrectorError
 
-__all__ = ["BOS", "EOS", "N_SPECIALS", "PAD", "SPECIALS", "UNK", "CharLM", "key_offsets", "token_name"]
+__all__ = ["BLOCK_BITS", "BOS", "EOS", "MAX_CODEPOINT", "N_SPECIALS", "PAD", "SPECIALS", "UNK", "CharLM", "CharLMBase",
+           "FloatArray", "IntArray", "key_offsets", "token_name"]
 
 FORMAT = "char-ngram-backoff-v2"
 MIX1 = np.uint64(0x9E3779B97F4A7C15)
 MIX2 = np.uint64(0xBF58476D1CE4E5B9)
 PROBE = 4  # bucket slots read for every query when bucket lengths are checked
 STORED_BITS = 48  # bits of h kept in a table word; the bucket (top hash_bits >= 64 - 48) gives the rest
-BLOCK_BITS = 6  # buckets per bucket_base entry: 64
-MAX_CODEPOINT = 0x110000
 
-IntArray = npt.NDArray[np.int32]
-FloatArray = npt.NDArray[np.float32]
-U64Array = npt.NDArray[np.uint64]
 
 
 def key_offsets(order: int, base: int) -> list[int]:
@@ -95,7 +99,7 @@ def unmix(h: U64Array) -> U64Array:
     return x
 
 
-class CharLM:
+class CharLM(CharLMBase):
     """A loaded character n-gram LM. ``CharLM.load(dir)`` memory-maps the arrays; scoring is batched numpy."""
 
     def __init__(self, path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]):
@@ -130,7 +134,7 @@ class CharLM:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, path: str | Path, mmap: bool = True) -> CharLM:
+    def load(cls, path: str | Path, mmap: bool = True) -> CharLMBase:
         p = Path(path)
         if p.suffix in (".arpa", ".klm", ".bin") or p.name.endswith(".arpa.gz"):
             from corrector.evidence.char_lm_kenlm import KenLMCharLM
@@ -140,9 +144,15 @@ class CharLM:
         if not meta_path.is_file():
             raise CorrectorError(f"no character LM at {p} (missing meta.json)")
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        from corrector.evidence.char_lm_nodes import FORMAT as NODES
+
+        if meta.get("format") == NODES:
+            from corrector.evidence.char_lm_nodes import NodeCharLM
+
+            return NodeCharLM.load_dir(p, meta, mmap)
         if meta.get("format") != FORMAT:
-            raise CorrectorError(f"{meta_path}: LM format {meta.get('format')!r}, this reader reads {FORMAT!r}; "
-                                 "rebuild it with python -m training.evidence.char_lm")
+            raise CorrectorError(f"{meta_path}: LM format {meta.get('format')!r}, this reader reads {FORMAT!r} and "
+                                 f"{NODES!r}; rebuild it with python -m training.evidence.char_lm")
         names: tuple[str, ...] = ("table", "bucket_base", "bucket_off", "unigram_logprob", "unigram_bow",
                                   "codepoints")
         names += ("prob", "bow") if (p / "prob.npy").is_file() else ("prob_codebook", "bow_codebook")
@@ -155,45 +165,6 @@ class CharLM:
         return cls(p, meta, arrays)
 
     # ------------------------------------------------------------------ text -> ids
-    @property
-    def lut(self) -> IntArray:
-        """Code point -> id table (built on first use; unknown code points -> <unk>)."""
-        if self._lut is None:
-            lut = np.full(MAX_CODEPOINT, UNK, dtype=np.int32)
-            ids = np.arange(self.vocab_size, dtype=np.int32)
-            real = self._codepoints >= 0
-            lut[self._codepoints[real]] = ids[real]
-            self._lut = lut
-        return self._lut
-
-    @property
-    def codepoints(self) -> IntArray:
-        """Code point of every id (-1 for <unk>, <s>, </s>)."""
-        return self._codepoints
-
-    def encode(self, text: str) -> IntArray:
-        """Ids of the characters of ``text`` (no <s>/</s>); characters outside the vocabulary -> <unk>."""
-        cps = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
-        return self.lut[cps]
-
-    def encode_sentence(self, text: str) -> IntArray:
-        """``[<s>] + encode(text) + [</s>]``."""
-        return np.concatenate(([BOS], self.encode(text), [EOS])).astype(np.int32)
-
-    def windows(self, ids: npt.ArrayLike) -> IntArray:
-        """(len(ids)-1, order) query windows predicting ids[1:] from what precedes them, PAD on the left."""
-        a = np.asarray(ids, dtype=np.int32)
-        padded = np.concatenate((np.full(self.order - 1, PAD, dtype=np.int32), a))
-        win = np.lib.stride_tricks.sliding_window_view(padded, self.order)
-        return np.ascontiguousarray(win[1:])
-
-    def token_logprobs(self, ids_with_bos_eos: npt.ArrayLike) -> FloatArray:
-        """ln P of every id after the first (normally <s> c1 .. cn </s> -> n+1 values)."""
-        return self.logprob(self.windows(ids_with_bos_eos))
-
-    def sentence_logprob(self, text: str) -> float:
-        return float(self.token_logprobs(self.encode_sentence(text)).sum(dtype=np.float64))
-
     # ------------------------------------------------------------------ scoring
     def _starts(self, bucket: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         return self._base.take(bucket >> BLOCK_BITS).astype(np.int64) + self._off.take(bucket)
@@ -281,22 +252,11 @@ class CharLM:
         longer than the match's context, kept as ``cum`` (sum of all context backoffs seen) minus
         ``below`` (the part up to the match's own context).
         """
-        ng = np.asarray(ngrams)
         n = self.order
-        if ng.ndim != 2 or ng.shape[1] != n:
-            raise ValueError(f"expected an (N, {n}) array of ids, got shape {ng.shape}")
-        N = ng.shape[0]
+        cols, avail = self._columns(ngrams)
+        N = cols.shape[1]
         if N == 0:
             return np.zeros(0, dtype=np.float32)
-        if ng.dtype.kind not in "iu":
-            raise ValueError(f"ids must be integers, got {ng.dtype}")
-        cols = np.ascontiguousarray(ng.T, dtype=np.int64)  # (n, N): column j = j-th id of every window
-        if cols.min() < PAD or cols.max() >= self.vocab_size:
-            raise ValueError(f"ids must lie in [0, {self.vocab_size}) or be PAD ({PAD})")
-        pad = cols < 0
-        if pad[n - 1].any() or (pad[1:] & ~pad[:-1]).any():
-            raise ValueError("PAD may only stand left of the real ids, and the predicted id cannot be PAD")
-        avail = n - pad.sum(axis=0)  # real ids in each window
         ids = cols.astype(np.uint64)  # PAD -> 2^64-1: only ever used where masked out below
         best = self._uni_p.take(cols[n - 1])
         if n < 2:
@@ -355,7 +315,6 @@ class CharLM:
             return None
         return float(self._value(True, k, idx)[0]), float(self._value(False, k, idx)[0])
 
-    # ------------------------------------------------------------------ info
     def stored_ngrams(self) -> dict[int, tuple[IntArray, FloatArray, FloatArray]]:
         """Every stored n-gram, decoded from the table: {order: (ids (M, order), ln P, ln backoff)}, each
         order sorted by packed key. For export and inspection (reads the whole table)."""
@@ -381,9 +340,3 @@ class CharLM:
             out[k] = (ids.astype(np.int32), self._value(True, k, ix[sel]), self._value(False, k, ix[sel]))
         return out
 
-    def size_bytes(self) -> int:
-        return int(sum(f.stat().st_size for f in self.path.iterdir() if f.suffix == ".npy"))
-
-    def __repr__(self) -> str:
-        return (f"CharLM({self.path}, order={self.order}, smoothing={self.smoothing}, "
-                f"vocab={self.vocab_size}, ngrams={self.meta.get('ngrams')})")

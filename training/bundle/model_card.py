@@ -47,6 +47,31 @@ DATA_TERMS = {
                           "Apache-2.0, MIT, CC BY-NC-SA 4.0 (non-commercial), some without a licence file"),
     "essays.txt.gz": ("modern essays and school textbook texts (TinySnow/TinySnow.github.io, hantang/cntextbook)",
                       "no licence file; copyright with the authors and publishers"),
+    "lctt-linuxcn.txt.xz": ("human-translated open-source news and how-to articles (LCTT/TranslateProject)",
+                            "repository Apache-2.0; articles credited to LCTT / Linux中国"),
+    "weibo-rumor-ced.txt.xz": ("Sina Weibo posts and repost comments, 2010-2014 (thunlp/Chinese_Rumor_Dataset)",
+                               "no licence file; academic data set, research use"),
+    "zh-native-tech-writing.txt.xz": ("native technical tutorials, blogs and essays (JavaGuide, CS-Base, "
+                                      "leetcode-master, d2l-zh and others)",
+                                      "mixed: Apache-2.0, CC BY-SA 4.0, MPL-2.0, CC BY-NC-ND 4.0, several none"),
+    "zh-native-tech-writing-2.txt.xz": ("more native technical tutorials and books (wangdoc, hello-algo, "
+                                        "CS-Notes, docker_practice and others)",
+                                        "mixed: CC BY-NC(-SA), Apache-2.0, MIT, several none"),
+    "zh-project-docs.txt.xz": ("native product documentation (oceanbase-doc, echarts-doc, nacos, mindspore, "
+                               "openEuler and others)", "Apache-2.0 mostly; CC BY-SA for two; some none"),
+    "zh-project-docs-2.txt.xz": ("more native product documentation (unidocs-zh, cloudwego, rocketmq-site, "
+                                 "emqx-docs and others)", "Apache-2.0 or none"),
+    "zh-translated-webdocs.txt.xz": ("human-translated web-development docs (zh.javascript.info, Vue, React)",
+                                     "read-only / CC BY-NC-SA 4.0 / CC BY 4.0"),
+    "rmrb-2019-2020.txt.xz": ("People's Daily articles, five months of 2019-2020 "
+                              "(caspiankexin/people-daily-crawler-date)", "no licence file; © People's Daily; study use"),
+    "arknights-story.txt.xz": ("game fiction: story scripts and lore (Kengxxiao/ArknightsGameData)",
+                               "game text © Hypergryph"),
+    "gfl-story.txt.xz": ("game fiction: story scripts and character lines (randomqwerty/GFLData)",
+                         "© MICA Team / Sunborn"),
+    "zh-game-story-misc.txt.xz": ("game dialogue and in-game books (AzurLaneData, GenshinData)",
+                                  "© their studios"),
+    "trpl-zh-cn.txt.xz": ("the Rust book, human-translated (KaiserY/trpl-zh-cn)", "MIT"),
     "sighan_train.tsv": ("SIGHAN 2013-2015 CSC training sets, simplified (aopolin-lv/ECSpell)",
                          "repository MIT; SIGHAN parts academic use only"),
     "csc_hard_train.tsv": ("synthetic hard CSC pairs on People's Daily sentences (zejunwang1/csc_hard)",
@@ -60,6 +85,9 @@ DATA_TERMS = {
     **{f"{d}.tsv": (f"LEMON development set, {what} (gingasan/lemon): native speakers' errors in mainland text",
                     "none stated (README: academic research only, no commercial use)")
        for d, what in (("enc", "encyclopedia"), ("mec", "medical care"), ("cot", "contracts"), ("gam", "games"))},
+    "cscd_ns_dev.tsv": ("CSCD-NS development split (zejunwang1/CTCDataset mirror of nghuyong/cscd-ns): native "
+                        "speakers' pinyin-IME slips in Weibo posts of official media",
+                        "data MIT; the mirror's README: academic research only"),
     "wang271k_dev.tsv": ("Wang271K development pairs (wangwang110/CSC)",
                          "none stated (SIGHAN: academic use only)"),
     "sighan15_test.tsv": ("SIGHAN 2015 CSC test set, simplified (aopolin-lv/ECSpell)",

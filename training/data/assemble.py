@@ -1,5 +1,5 @@
 """Assemble the data folder from its public sources: fetch each repository at its pinned commit, read the listed files
-and write the folder's layout (``csc/*.tsv``, ``corpus/*.txt.gz``).
+and write the folder's layout (``csc/*.tsv``, ``corpus/*.txt.gz`` or ``.txt.xz``).
 
     python -m training.data.assemble --out ../shared/data                  # every file of sources.toml
     python -m training.data.assemble --out DATA --only csc/                # the sentence pairs only (seconds)
@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import csv
 import fnmatch
-import gzip
 import html
 import io
 import json
@@ -41,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from corrector.text.chars import is_cjk
+
+from .text_files import write_text
 
 SOURCES = Path(__file__).with_name("sources.toml")
 GITHUB = "https://github.com"
@@ -290,8 +291,7 @@ def assemble(out: Path, raw: Path, entries: list[dict[str, Any]], evaluation: li
                         if line not in seen and keep_text(line) and not contaminated(line):
                             seen.add(line)
                             lines.append(line)
-            with path.open("wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="") as gz:
-                gz.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+            write_text(path, lines)  # compressed by its suffix: .txt.gz or .txt.xz
             written[name] = len(lines)
         print(f"{name}: {written[name]:,}", file=log)
     return written

@@ -9,6 +9,8 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
+from corrector.text.mainland import mainland_pair
+
 # The held-out real pairs (the dev split, training.data.splits) are drawn with this seed whatever --seed is: on
 # 2026-11-26 a training file made with --seed 3 held out other pairs and so trained on 774 of the dev split's 915
 # erroneous pairs.
@@ -38,14 +40,16 @@ def check_not_benchmark(path: Path) -> None:
 
 
 def read_pairs(path: Path) -> tuple[list[tuple[str, str]], int]:
-    """``source<TAB>target`` pairs of equal length, and how many lines were skipped (bad or unequal)."""
+    """``source<TAB>target`` pairs of equal length, and how many lines were skipped (bad or unequal). Targets are
+    read in mainland form (``corrector.text.mainland``: SIGHAN's converted targets write the particle 著, mainland
+    text 着), so that no model learns to write Taiwan's form into simplified text."""
     check_not_benchmark(path)
     pairs, skipped = [], 0
     with open(path, encoding="utf-8") as f:
         for line in f:
             parts = line.rstrip("\r\n").split("\t")
             if len(parts) == 2 and parts[0] and len(parts[0]) == len(parts[1]):
-                pairs.append((parts[0], parts[1]))
+                pairs.append(mainland_pair(parts[0], parts[1]))
             elif line.strip():
                 skipped += 1
     return pairs, skipped

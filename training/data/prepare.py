@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
 import json
 import random
 import re
@@ -26,6 +25,8 @@ from tqdm import tqdm
 from corrector.text.chars import chunk_spans, cjk_count, is_cjk, split_sentences
 from corrector.text.tokenize import SPECIAL_IDS, VOCAB_SIZE, build_tokenizer, read_vocab_list
 
+from .text_files import corpus_files as corpus_files
+from .text_files import read_lines as read_lines
 from .wordpiece import pieces, word_counts
 
 _WS = re.compile(r"\s+")
@@ -34,22 +35,6 @@ _WS = re.compile(r"\s+")
 def normalise(line: str) -> str:
     """NFKC (full width → half width, compatibility forms folded) and collapsed whitespace."""
     return _WS.sub(" ", unicodedata.normalize("NFKC", line)).strip()
-
-
-def read_lines(paths: Iterable[Path]) -> Iterator[str]:
-    for p in paths:
-        opener = gzip.open if p.suffix == ".gz" else open
-        with opener(p, "rt", encoding="utf-8", errors="replace") as f:
-            yield from f
-
-
-def corpus_files(corpus: Path) -> list[Path]:
-    if corpus.is_file():
-        return [corpus]
-    files = sorted([*corpus.glob("*.txt"), *corpus.glob("*.txt.gz")])
-    if not files:
-        raise SystemExit(f"no .txt or .txt.gz files in {corpus}")
-    return files
 
 
 def sentences(line: str, max_chars: int = 126, min_cjk: int = 4) -> Iterator[str]:
@@ -127,7 +112,7 @@ def write_shard(tok, sents: list[str], out: Path, name: str, batch: int = 10000)
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, required=True, help="a .txt/.txt.gz file or a folder of them")
+    ap.add_argument("--corpus", type=Path, required=True, help="a .txt, .txt.gz or .txt.xz file or a folder of them")
     ap.add_argument("--out", type=Path, required=True, help="output folder")
     ap.add_argument("--extra-chars", type=Path, nargs="*", default=[],
                     help="text/TSV files whose characters must be in the vocab (e.g. CSC training pairs)")

@@ -36,8 +36,8 @@ import argparse
 import json
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +63,21 @@ from .char_lm_estimate import (
 from .char_lm_estimate import UNIGRAM_BOS_LOGPROB as UNIGRAM_BOS_LOGPROB
 from .char_lm_estimate import Tables as Tables
 from .char_lm_estimate import kn_discounts as kn_discounts
+from .char_lm_external import (
+    CHUNK_CHARS,
+    PART_ENTRIES,
+    ExternalCount,
+    Runs,
+    all_runs,
+    count_external,
+    estimate_kn_from,
+    estimate_sb_from,
+    in_domain_runs,
+    in_domain_tokens,
+    statistics,
+    vocab_counts_of,
+)
+from .char_lm_nodes import write_nodes
 from .char_lm_table import heldout_windows, normalised_sample, perplexity, write_model
 
 DEFAULT_VOCAB = 7128  # the most that keeps 5-gram keys (+ the lower orders' key ranges) inside uint64
@@ -96,6 +111,7 @@ class Variant:
     smoothing: str
     prune: list[int]
     quant: int = 8
+    fmt: str = "nodes"  # "nodes" (compact, quantised) or "hashed" (the v2 tables; the only one with --quant 0)
 
 
 def in_domain_lines(data: Path, holdout: int, folds: int = 0, without_fold: int = -1) -> list[str]:
@@ -187,36 +203,62 @@ def without(c: Counted, lines: Sequence[str], weight: int, fold: tuple[int, int]
 
 
 def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_every: int,
-          in_domain: Sequence[str] = (), in_domain_weight: int = 0) -> list[dict]:
-    """Count once (up to the highest order asked for), then estimate and write every variant. ``in_domain``
-    lines are counted ``in_domain_weight`` times each on top of the corpus (never held out)."""
-    c = count(corpus, max(v.order for v in variants), vocab_size, holdout_every, in_domain, in_domain_weight)
-    return write_variants(c, variants, holdout_every)
+          in_domain: Sequence[str] = (), in_domain_weight: int = 0, engine: str = "local", work: Path | None = None,
+          chunk_chars: int = CHUNK_CHARS, part_entries: int = PART_ENTRIES) -> list[dict]:
+    """Count once (up to the highest order asked for) in bounded memory (``char_lm_external``), then estimate and
+    write every variant. ``in_domain`` lines are counted ``in_domain_weight`` times each on top of the corpus
+    (never held out)."""
+    c = count_external(corpus, max(v.order for v in variants), vocab_size, holdout_every, in_domain,
+                       in_domain_weight, work, engine, chunk_chars)
+    try:
+        return write_variants(c, variants, holdout_every, external_estimate(c, all_runs(c), part_entries))
+    finally:
+        c.close()
 
 
-def write_variants(c: Counted, variants: Sequence[Variant], holdout_every: int) -> list[dict]:
-    """Estimate, write and evaluate (held-out perplexity) each variant from the counts."""
-    metas = []
-    for v in variants:
-        t1 = time.time()
+Estimate = Callable[[Variant], tuple[Tables, np.ndarray]]  # a variant's tables and its characters' counts
+
+
+def memory_estimate(c: Counted) -> Estimate:
+    """Tables from counts held in memory (``count``): the reference the bounded-memory build is tested against."""
+    def estimate(v: Variant) -> tuple[Tables, np.ndarray]:
         cnt = c.ngrams[: v.order]
         masks = keep_masks(cnt, v.prune, c.base)
         log(f"{v.out}: order {v.order} {v.smoothing} prune {v.prune}: kept {[int(m.sum()) for m in masks]}")
-        if v.smoothing == "kn":
-            tables = estimate_kn(cnt, masks, c.base)
-            missing_bow = 0.0
+        return (estimate_kn if v.smoothing == "kn" else estimate_sb)(cnt, masks, c.base), c.vocab_counts
+    return estimate
+
+
+def external_estimate(c: ExternalCount, runs: Runs, part_entries: int = PART_ENTRIES) -> Estimate:
+    """Tables from spilled runs, merged one key range at a time."""
+    def estimate(v: Variant) -> tuple[Tables, np.ndarray]:
+        log(f"{v.out}: order {v.order} {v.smoothing} prune {v.prune}")
+        stats = statistics(runs, v.order, c.base, v.prune, part_entries)
+        tables = (estimate_kn_from if v.smoothing == "kn" else estimate_sb_from)(stats, c.base)
+        return tables, vocab_counts_of(stats, c)
+    return estimate
+
+
+def write_variants(c: Counted | ExternalCount, variants: Sequence[Variant], holdout_every: int,
+                   estimate: Estimate | None = None) -> list[dict]:
+    """Estimate (default: from counts in memory), write and evaluate (held-out perplexity) each variant."""
+    metas = []
+    estimate = estimate or memory_estimate(c)  # type: ignore[arg-type]
+    for v in variants:
+        t1 = time.time()
+        tables, vocab_counts = estimate(v)
+        missing_bow = 0.0 if v.smoothing == "kn" else math.log(SB_ALPHA)
+        if v.fmt == "nodes" and v.quant:
+            meta = write_nodes(v.out, tables, c.base, c.vocab_cps, vocab_counts, missing_bow)
         else:
-            tables = estimate_sb(cnt, masks, c.base)
-            missing_bow = math.log(SB_ALPHA)
-        del masks
-        meta = write_model(v.out, tables, c.base, c.vocab_cps, c.vocab_counts, v.quant, missing_bow)
+            meta = write_model(v.out, tables, c.base, c.vocab_cps, vocab_counts, v.quant, missing_bow)
         build_s = c.seconds + time.time() - t1
         (v.out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         lm = CharLM.load(v.out)
         win = heldout_windows(c.held, c.lut, v.order)
         ppl = perplexity(lm, win)
         n_unk = int((win[:, -1] == UNK).sum())
-        size = sum(f.stat().st_size for f in v.out.iterdir() if f.is_file() and f.suffix == ".npy")
+        size = lm.size_bytes()
         meta.update({
             "smoothing": v.smoothing,
             "prune": v.prune,
@@ -286,6 +328,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "(default 0,0,5,8,10: about 60 MB at order 5)")
     ap.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB, help="characters, specials excluded")
     ap.add_argument("--quant", type=int, choices=(0, 8), action="append", help="8 (default) or 0 = float32")
+    ap.add_argument("--format", choices=("nodes", "hashed"), action="append", dest="fmt",
+                    help="nodes (default: about 4.7 bytes an n-gram) or hashed (9; the format before 2026-11-29, "
+                         "and the one that stores float32 values with --quant 0)")
     ap.add_argument("--holdout-every", type=int, default=200)
     ap.add_argument("--from-arpa", type=Path, help="convert this ARPA model (e.g. KenLM's) into --out")
     ap.add_argument("--to-arpa", type=Path, help="write the LM directory given here as ARPA text to --out")
@@ -301,6 +346,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "in-domain lines (contiguous blocks of the files: essays stay whole), for training.fitting.fit "
                          "--fit-lm-folds")
     ap.add_argument("--fold-out", type=Path, help="where the --in-domain-folds LMs go")
+    ap.add_argument("--engine", choices=("local", "ray"), default="local",
+                    help="who counts the chunks: this process, or Ray tasks (a local runtime, or --ray-address); "
+                         "the files are the same")
+    ap.add_argument("--ray-address", help="a running Ray cluster to count on (every node must read --corpus)")
+    ap.add_argument("--ray-cpus", type=int, help="CPUs of the local Ray runtime (default: all)")
+    ap.add_argument("--work", type=Path, help="where the counted runs are spilled (default: a temporary folder, "
+                    "removed afterwards; the runs take about 12 bytes per counted n-gram)")
+    ap.add_argument("--chunk-chars", type=int, default=CHUNK_CHARS, help="characters counted at once")
+    ap.add_argument("--part-entries", type=int, default=PART_ENTRIES, help="run entries merged at once")
     args = ap.parse_args(argv)
     n = len(args.out)
     if args.evaluate:
@@ -319,24 +373,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     orders, smooth, prunes = each(args.order, 5), each(args.smoothing, "kn"), each(args.prune, "0,0,5,8,10")
     quants = each(args.quant, 8)
+    fmts = each(args.fmt, "nodes")
     if min(orders) < 2:
         ap.error("--order must be >= 2")
-    variants = [Variant(o, k, s, parse_prune(p, k), q)
-                for o, k, s, p, q in zip(args.out, orders, smooth, prunes, quants)]
+    variants = [Variant(o, k, s, parse_prune(p, k), q, f)
+                for o, k, s, p, q, f in zip(args.out, orders, smooth, prunes, quants, fmts)]
     extra = in_domain_lines(args.in_domain, args.in_domain_holdout) if args.in_domain else []
     weight = args.in_domain_weight if args.in_domain else 0
     if args.in_domain_folds and not (args.in_domain and args.fold_out):
         ap.error("--in-domain-folds needs --in-domain and --fold-out")
-    counted = count(args.corpus, max(v.order for v in variants), args.vocab_size, args.holdout_every, extra, weight)
-    metas = write_variants(counted, variants, args.holdout_every)
-    K = args.in_domain_folds
-    for k in range(K):  # each fold's LM: the same counts less that fold's in-domain lines
-        kept = set(in_domain_lines(args.in_domain, args.in_domain_holdout, K, k))
-        home = args.fold_out / f"fold{k}"
-        fold_variants = [Variant(home / v.out.name if n > 1 else home, v.order, v.smoothing, v.prune, v.quant)
-                         for v in variants]
-        write_variants(without(counted, [t for t in extra if t not in kept], weight, (k, K)), fold_variants,
-                       args.holdout_every)
+    c = count_external(args.corpus, max(v.order for v in variants), args.vocab_size, args.holdout_every, extra,
+                       weight, args.work, args.engine, args.chunk_chars, args.ray_address, args.ray_cpus)
+    try:
+        metas = write_variants(c, variants, args.holdout_every, external_estimate(c, all_runs(c), args.part_entries))
+        K = args.in_domain_folds
+        for k in range(K):  # each fold's LM: the corpus runs with the in-domain lines outside that fold
+            lines = in_domain_lines(args.in_domain, args.in_domain_holdout, K, k)
+            runs = in_domain_runs(lines, weight, c.lut, c.runs.order, c.base, c.work / f"in_domain_fold{k}")
+            assert c.in_domain is not None
+            fold = replace(c, n_tokens=c.corpus_tokens + weight * in_domain_tokens(lines, c.lut),
+                           in_domain={**c.in_domain, "lines": len(lines), "fold": [k, K]})
+            home = args.fold_out / f"fold{k}"
+            fold_variants = [replace(v, out=home / v.out.name if n > 1 else home) for v in variants]
+            write_variants(fold, fold_variants, args.holdout_every, external_estimate(c, all_runs(c, runs),
+                                                                                      args.part_entries))
+    finally:
+        c.close()
     keys = ("order", "smoothing", "prune", "ngrams", "size_bytes", "heldout_perplexity", "build_seconds",
             "peak_rss_mb")
     for v, meta in zip(variants, metas):

@@ -6,7 +6,6 @@ form. char_lm's docstring describes the estimators.
 
 from __future__ import annotations
 
-import gzip
 import math
 import resource
 import sys
@@ -17,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from corrector.evidence.char_lm import BOS, EOS, N_SPECIALS, UNK
+
+from ..data.text_files import corpus_files, file_lines
 
 SB_ALPHA = 0.4
 UNIGRAM_BOS_LOGPROB = -99.0
@@ -33,13 +34,10 @@ def peak_rss_mb() -> float:
 # ---------------------------------------------------------------------------------------------- corpus
 def read_corpus(corpus: Path, holdout_every: int) -> tuple[list[str], list[str], list[str]]:
     """(train lines, held-out lines, file names). Every ``holdout_every``-th line (global count) is held out."""
-    files = sorted(corpus.glob("*.txt.gz")) if corpus.is_dir() else [corpus]
-    if not files:
-        raise SystemExit(f"no *.txt.gz files in {corpus}")
+    files = corpus_files(corpus)
     lines: list[str] = []
     for f in files:
-        with gzip.open(f, "rt", encoding="utf-8") as fh:
-            lines.extend(x for x in fh.read().split("\n") if x)
+        lines.extend(file_lines(f))
     held: list[str] = []
     if holdout_every > 0:
         held = lines[holdout_every - 1:: holdout_every]
@@ -55,7 +53,12 @@ def codepoints(lines: Sequence[str]) -> np.ndarray:
 def choose_vocab(cps: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
     """The ``vocab_size`` most frequent code points (ties: lower code point first), their counts, and the
     token coverage at several sizes."""
-    counts = np.bincount(cps, minlength=0x110000).astype(np.int64)
+    return vocab_from_counts(np.bincount(cps, minlength=0x110000).astype(np.int64), vocab_size)
+
+
+def vocab_from_counts(counts: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    """``choose_vocab`` from the count of every code point."""
+    counts = counts.copy()
     counts[ord("\n")] = 0
     order = np.lexsort((np.arange(counts.size), -counts))
     nz = int((counts > 0).sum())
@@ -89,7 +92,8 @@ def encode_stream(cps: np.ndarray, lut: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- counting
-def count_all_orders(stream: np.ndarray, order: int, base: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def count_all_orders(stream: np.ndarray, order: int, base: int, quiet: bool = False
+                     ) -> list[tuple[np.ndarray, np.ndarray]]:
     """For k = 1..order: (sorted unique packed keys uint64, raw counts int64) of the k-grams inside lines."""
     res: list[tuple[np.ndarray, np.ndarray]] = []
     ids = stream.astype(np.uint64)
@@ -105,7 +109,8 @@ def count_all_orders(stream: np.ndarray, order: int, base: int) -> list[tuple[np
         sel.sort()
         res.append(run_lengths(sel))
         del sel
-        log(f"  order {k}: {res[-1][0].size:,} distinct  (peak {peak_rss_mb():.0f} MB)")
+        if not quiet:
+            log(f"  order {k}: {res[-1][0].size:,} distinct  (peak {peak_rss_mb():.0f} MB)")
     return res
 
 
@@ -154,7 +159,12 @@ def adjusted_counts(counts: list[tuple[np.ndarray, np.ndarray]], base: int) -> l
 
 def kn_discounts(adj: np.ndarray) -> tuple[float, float, float]:
     """Chen & Goodman's D1, D2, D3+ from count-of-counts n1..n4 (fallbacks for degenerate tiny corpora)."""
-    cc = np.bincount(np.minimum(adj[adj > 0], 5), minlength=6).astype(np.float64)
+    return discounts_from_counts(np.bincount(np.minimum(adj[adj > 0], 5), minlength=6))
+
+
+def discounts_from_counts(count_of_counts: np.ndarray) -> tuple[float, float, float]:
+    """``kn_discounts`` from the count-of-counts (index c: how many adjusted counts are c; index 5: 5 or more)."""
+    cc = count_of_counts.astype(np.float64)
     n1, n2, n3, n4 = cc[1], cc[2], cc[3], cc[4]
     if n1 == 0 or n2 == 0:
         return 0.5, 1.0, 1.5

@@ -20,7 +20,7 @@ from corrector.evidence.char_lm import (
     PROBE,
     SPECIALS,
     STORED_BITS,
-    CharLM,
+    CharLMBase,
     key_offsets,
     mix,
 )
@@ -106,17 +106,7 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
     np.save(out / "table.npy", np.concatenate((words[perm], np.zeros(pad_words, dtype=np.uint64))))
     np.save(out / "bucket_base.npy", block_base.astype(np.uint32))
     np.save(out / "bucket_off.npy", rel.astype(np.uint8))
-    np.save(out / "unigram_logprob.npy", t.logp[0].astype(np.float32))
-    np.save(out / "unigram_bow.npy", t.logbow[0].astype(np.float32))
-    cps = np.concatenate((np.full(N_SPECIALS, -1, dtype=np.int32), vocab_cps.astype(np.int32)))
-    np.save(out / "codepoints.npy", cps)
-    with open(out / "vocab.txt", "w", encoding="utf-8") as fh:
-        for i, s in enumerate(SPECIALS):
-            fh.write(f"{i}\t{s}\t0\n")
-        for i, (cp, c) in enumerate(zip(vocab_cps.tolist(), vocab_counts.tolist())):
-            ch = chr(cp)
-            tok = ch if ch.isprintable() and not ch.isspace() else f"U+{cp:04X}"
-            fh.write(f"{i + N_SPECIALS}\t{tok}\t{c}\n")
+    write_unigrams(out, t, vocab_cps, vocab_counts)
     return {
         "format": FORMAT,
         "order": order,
@@ -131,6 +121,21 @@ def write_model(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
         "quant_bits": quant,
         "smoothing": "sb" if missing_bow else "kn",
     }
+
+
+def write_unigrams(out: Path, t: Tables, vocab_cps: np.ndarray, vocab_counts: np.ndarray) -> None:
+    """What both formats share: the unigram arrays, each id's code point and vocab.txt."""
+    np.save(out / "unigram_logprob.npy", t.logp[0].astype(np.float32))
+    np.save(out / "unigram_bow.npy", t.logbow[0].astype(np.float32))
+    cps = np.concatenate((np.full(N_SPECIALS, -1, dtype=np.int32), vocab_cps.astype(np.int32)))
+    np.save(out / "codepoints.npy", cps)
+    with open(out / "vocab.txt", "w", encoding="utf-8") as fh:
+        for i, s in enumerate(SPECIALS):
+            fh.write(f"{i}\t{s}\t0\n")
+        for i, (cp, c) in enumerate(zip(vocab_cps.tolist(), vocab_counts.tolist())):
+            ch = chr(cp)
+            tok = ch if ch.isprintable() and not ch.isspace() else f"U+{cp:04X}"
+            fh.write(f"{i + N_SPECIALS}\t{tok}\t{c}\n")
 
 
 def guard_holds(starts: np.ndarray, n_buckets: int, hash_bits: int, window: int) -> bool:
@@ -161,14 +166,14 @@ def heldout_windows(lines: Sequence[str], lut: np.ndarray, order: int) -> np.nda
     return win.astype(np.int32)
 
 
-def perplexity(lm: CharLM, windows: np.ndarray, chunk: int = 200_000) -> float:
+def perplexity(lm: CharLMBase, windows: np.ndarray, chunk: int = 200_000) -> float:
     tot = 0.0
     for i in range(0, windows.shape[0], chunk):
         tot += float(lm.logprob(windows[i:i + chunk]).sum(dtype=np.float64))
     return math.exp(-tot / max(1, windows.shape[0]))
 
 
-def normalised_sample(lm: CharLM, windows: np.ndarray, n: int = 1000) -> dict[str, float]:
+def normalised_sample(lm: CharLMBase, windows: np.ndarray, n: int = 1000) -> dict[str, float]:
     """On every k-th held-out window (n of them): the perplexity as scored, the perplexity after dividing
     each score by its context's total over the whole vocabulary, and that mean total. Kneser-Ney sums to
     one (up to quantisation); stupid backoff does not, so only the normalised figure compares."""

@@ -27,6 +27,7 @@ from corrector import Corrector
 from corrector.rank import RankerWeights, Scorer
 
 from ..data.csc_data import read_pairs
+from ..data.native_dev import CSCD_NS_FPR_CAP, LEMON_FPR_CAP
 from ..data.splits import dev_pairs
 from .crossfit import Folds
 from .sweep import summarise, sweep
@@ -48,16 +49,17 @@ def grid(text: str) -> list[float]:
 
 
 def choose(dev_rows: list[dict], changed: list[float], max_fpr: float, max_changed: float,
-           others: Sequence[list[dict]] = (), max_fpr_each: float = 1.0) -> dict | None:
+           others: Sequence[list[dict]] = (), max_fpr_each: float | Sequence[float] = 1.0) -> dict | None:
     """The dev row with the most sentence correction F1 (with ``others``, the mean F1 of the dev split and each
-    other set's row at the same threshold) among those with dev FPR <= max_fpr, every other set's FPR <=
-    max_fpr_each, and a share of correct sentences changed <= max_changed (ties: the higher threshold); None
-    when no row meets them all."""
+    other set's row at the same threshold) among those with dev FPR <= max_fpr, every other set's FPR <= its cap
+    (``max_fpr_each``: one for all, or one per set), and a share of correct sentences changed <= max_changed (ties:
+    the higher threshold); None when no row meets them all."""
     def f1(i: int) -> float:
         return float(np.mean([rows[i]["sentence_correction"]["f1"] for rows in (dev_rows, *others)]))
 
+    caps = [max_fpr_each] * len(others) if isinstance(max_fpr_each, float | int) else list(max_fpr_each)
     ok = [i for i, (r, c) in enumerate(zip(dev_rows, changed)) if r["false_positive_rate"] <= max_fpr
-          and c <= max_changed and all(rows[i]["false_positive_rate"] <= max_fpr_each for rows in others)]
+          and c <= max_changed and all(rows[i]["false_positive_rate"] <= cap for rows, cap in zip(others, caps))]
     return dev_rows[max(ok, key=lambda i: (f1(i), dev_rows[i]["threshold"]))] if ok else None
 
 
@@ -70,8 +72,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--choose-on", type=Path, nargs="*", default=[],
                     help="more dev pair files (e.g. DATA/csc/lemon_dev/*.tsv): choose on the mean F1 of the dev "
                     "split and these, each of them changing at most --max-fpr-each of its correct sentences")
-    ap.add_argument("--max-fpr-each", type=float, default=0.03, help="most correct sentences of each "
+    ap.add_argument("--max-fpr-each", type=float, default=LEMON_FPR_CAP, help="most correct sentences of each "
                     "--choose-on set changed")
+    ap.add_argument("--max-fpr-cscd-ns", type=float, default=CSCD_NS_FPR_CAP, help="the same for a --choose-on "
+                    "set named cscd_ns_dev.tsv, whose correct sentences a detector picked as suspicious")
     ap.add_argument("--grid", type=grid, default=grid("0.30:0.80:0.01"), help="thresholds tried (LO:HI:STEP)")
 
 
@@ -95,7 +99,8 @@ def fit(fix: Corrector, folds: Folds, ranker: RankerWeights, a: argparse.Namespa
         print(f"{row['threshold']:.3f}: dev F1 {row['f1']:.3f} FPR {row['fpr']:.3f}, "
               f"{correct_file.name} targets changed {row['changed']:.3f}"
               + "".join(f"; {name} F1 {row[name + '_f1']:.3f} FPR {row[name + '_fpr']:.3f}" for name in others))
-    best = choose(dev_rows, changed, a.max_fpr, a.max_changed, list(others.values()), a.max_fpr_each)
+    caps = [a.max_fpr_cscd_ns if name == "cscd_ns_dev" else a.max_fpr_each for name in others]
+    best = choose(dev_rows, changed, a.max_fpr, a.max_changed, list(others.values()), caps)
     if best is None:
         raise SystemExit(f"no threshold of the grid keeps dev FPR <= {a.max_fpr}, {correct_file.name}'s targets "
                          f"changed <= {a.max_changed}" + (f" and each --choose-on set's FPR <= {a.max_fpr_each}"
@@ -103,6 +108,7 @@ def fit(fix: Corrector, folds: Folds, ranker: RankerWeights, a: argparse.Namespa
     rule = {"max_fpr": a.max_fpr, "max_changed": a.max_changed, "correct": correct_file.name,
             "dev_lm": "cross-fitted folds" if a.fit_lm_folds else "the bundle's", "before": ranker.threshold,
             **({"choose_on": sorted(others), "max_fpr_each": a.max_fpr_each,
+                "max_fpr_cscd_ns": a.max_fpr_cscd_ns,
                 "objective": "mean F1 of the dev split and the choose_on sets"} if others else {})}
     chosen = next(r for r in table if r["threshold"] == best["threshold"])
     print(f"threshold {ranker.threshold} -> {best['threshold']}: dev F1 {chosen['f1']:.3f} at FPR "
