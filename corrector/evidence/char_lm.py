@@ -234,7 +234,6 @@ class CharLM(CharLMBase):
         return hit, idx
 
     def _value(self, is_prob: bool, k: int, ix: npt.NDArray[np.int64]) -> FloatArray:
-        """ln P (is_prob) or ln backoff of table entries ``ix`` of order ``k``."""
         if not self.quantised:
             return (self._prob if is_prob else self._bow).take(ix)
         w = self._table.take(ix)
@@ -242,63 +241,13 @@ class CharLM(CharLMBase):
             return self._prob_cb[k].take((w >> np.uint64(8)) & np.uint64(0xFF))
         return self._bow_cb[k].take(w & np.uint64(0xFF))
 
-    def logprob(self, ngrams: npt.ArrayLike) -> FloatArray:
-        """Natural-log P(last id | the previous order-1 ids) for each row of an (N, order) int array.
+    def _extend(self, k: int, keys: U64Array, ids: npt.NDArray[np.int64]) -> U64Array:
+        """A packed n-gram's key: its first id is the most significant digit."""
+        return keys + ids.astype(np.uint64) * self._mults[k - 1]
 
-        PAD (-1) marks "no token" and may only stand left of the real ids (see the module docstring).
-        Lookups go up one order at a time and only where they can succeed: the stored n-grams are closed
-        under prefixes and suffixes, so (h_k .. h_1 w) can only exist if (h_k-1 .. h_1 w) and the
-        context (h_k .. h_1) do.  Result = ln P of the longest match + the ln backoffs of the contexts
-        longer than the match's context, kept as ``cum`` (sum of all context backoffs seen) minus
-        ``below`` (the part up to the match's own context).
-        """
-        n = self.order
-        cols, avail = self._columns(ngrams)
-        N = cols.shape[1]
-        if N == 0:
-            return np.zeros(0, dtype=np.float32)
-        ids = cols.astype(np.uint64)  # PAD -> 2^64-1: only ever used where masked out below
-        best = self._uni_p.take(cols[n - 1])
-        if n < 2:
-            return best
-        h1_ok = avail >= 2
-        cum = np.where(h1_ok, self._uni_b.take(np.maximum(cols[n - 2], 0)), np.float32(0)).astype(np.float32)
-        below = np.zeros(N, dtype=np.float32)
-        sb = self.missing_bow != 0
-        ng_ok = np.ones(N, dtype=bool)
-        ctx_ok = h1_ok
-        gk = ids[n - 1].copy()
-        ck = ids[n - 2].copy()
-        for k in range(2, n + 1):
-            mult = self._mults[k - 1]
-            gk += ids[n - k] * mult
-            need_g = np.flatnonzero(ng_ok & ctx_ok & (avail >= k))
-            q = gk.take(need_g)
-            if k < n:
-                ck += ids[n - 1 - k] * mult
-                ctx_valid = avail >= k + 1
-                need_c = np.flatnonzero(ctx_ok & ctx_valid)
-                q = np.concatenate((q, ck.take(need_c)))
-            q += self._offs[k]
-            found, idx = self._lookup(q)
-            n_g = need_g.shape[0]
-            fg = found[:n_g]
-            r = need_g[fg]
-            best[r] = self._value(True, k, idx[:n_g][fg])
-            below[r] = cum[r]
-            ng_ok = np.zeros(N, dtype=bool)
-            ng_ok[r] = True
-            if k < n:
-                fc = found[n_g:]
-                r = need_c[fc]
-                if sb:  # every valid context backs off, stored or not
-                    cum[ctx_valid] += self.missing_bow
-                    cum[r] += self._value(False, k, idx[n_g:][fc]) - self.missing_bow
-                else:
-                    cum[r] += self._value(False, k, idx[n_g:][fc])
-                ctx_ok = np.zeros(N, dtype=bool)
-                ctx_ok[r] = True
-        return best + (cum - below)
+    def _find(self, k: int, keys: U64Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], U64Array]:
+        found, idx = self._lookup(keys + self._offs[k])
+        return found, idx, keys
 
     def entry(self, ids: npt.ArrayLike) -> tuple[float, float] | None:
         """(ln P, ln backoff) stored for the n-gram ``ids`` (1..order ids), or None if it is not stored.

@@ -32,6 +32,8 @@ class CharLMBase:
     vocab_size: int  # ids, specials included
     smoothing: str
     missing_bow: np.float32
+    _uni_p: FloatArray  # ln P of every id
+    _uni_b: FloatArray  # ln backoff of every id
     _codepoints: IntArray
     _lut: IntArray | None
 
@@ -96,7 +98,71 @@ class CharLMBase:
         return cols, n - pad.sum(axis=0)
 
     def logprob(self, ngrams: npt.ArrayLike) -> FloatArray:
-        """Natural-log P(last id | the previous order-1 ids) for each row of an (N, order) int array."""
+        """Natural-log P(last id | the previous order-1 ids) for each row of an (N, order) int array.
+
+        PAD (-1) marks "no token" and may only stand left of the real ids (see ``char_lm``'s module docstring).
+        Lookups go up one order at a time and only where they can succeed: the stored n-grams are closed
+        under prefixes and suffixes, so (h_k .. h_1 w) can only exist if (h_k-1 .. h_1 w) and the
+        context (h_k .. h_1) do. Each step prepends one id to the n-gram found so far and to the context
+        (``_extend``), in the format's own keys. Result = ln P of the longest match + the ln backoffs of the
+        contexts longer than the match's context, kept as ``cum`` (sum of all context backoffs seen) minus
+        ``below`` (the part up to the match's own context).
+        """
+        n = self.order
+        cols, avail = self._columns(ngrams)
+        N = cols.shape[1]
+        if N == 0:
+            return np.zeros(0, dtype=np.float32)
+        best = self._uni_p.take(cols[n - 1])
+        if n < 2:
+            return best
+        h1_ok = avail >= 2
+        cum = np.where(h1_ok, self._uni_b.take(np.maximum(cols[n - 2], 0)), np.float32(0)).astype(np.float32)
+        below = np.zeros(N, dtype=np.float32)
+        sb = self.missing_bow != 0
+        ng_ok = np.ones(N, dtype=bool)
+        ctx_ok = h1_ok
+        g = cols[n - 1].astype(np.uint64)  # the longest n-gram found so far ending in the predicted id (its key)
+        c = np.maximum(cols[n - 2], 0).astype(np.uint64)  # the context found so far
+        for k in range(2, n + 1):
+            need_g = np.flatnonzero(ng_ok & ctx_ok & (avail >= k))
+            q = self._extend(k, g.take(need_g), cols[n - k].take(need_g))
+            if k < n:
+                ctx_valid = avail >= k + 1
+                need_c = np.flatnonzero(ctx_ok & ctx_valid)
+                q = np.concatenate((q, self._extend(k, c.take(need_c), cols[n - 1 - k].take(need_c))))
+            found, idx, key = self._find(k, q)
+            n_g = need_g.shape[0]
+            fg = found[:n_g]
+            r = need_g[fg]
+            best[r] = self._value(True, k, idx[:n_g][fg])
+            below[r] = cum[r]
+            g[r] = key[:n_g][fg]
+            ng_ok = np.zeros(N, dtype=bool)
+            ng_ok[r] = True
+            if k < n:
+                fc = found[n_g:]
+                r = need_c[fc]
+                if sb:  # every valid context backs off, stored or not
+                    cum[ctx_valid] += self.missing_bow
+                    cum[r] += self._value(False, k, idx[n_g:][fc]) - self.missing_bow
+                else:
+                    cum[r] += self._value(False, k, idx[n_g:][fc])
+                c[r] = key[n_g:][fc]
+                ctx_ok = np.zeros(N, dtype=bool)
+                ctx_ok[r] = True
+        return best + (cum - below)
+
+    def _extend(self, k: int, keys: U64Array, ids: npt.NDArray[np.int64]) -> U64Array:
+        """The keys of the order-``k`` n-grams made by putting ``ids`` before the order-(k-1) n-grams ``keys``."""
+        raise NotImplementedError
+
+    def _find(self, k: int, keys: U64Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], U64Array]:
+        """(found, table index, the key the next order extends) of each order-``k`` key."""
+        raise NotImplementedError
+
+    def _value(self, is_prob: bool, k: int, ix: npt.NDArray[np.int64]) -> FloatArray:
+        """ln P (is_prob) or ln backoff of table entries ``ix`` of order ``k``."""
         raise NotImplementedError
 
     def entry(self, ids: npt.ArrayLike) -> tuple[float, float] | None:

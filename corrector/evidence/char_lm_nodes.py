@@ -145,59 +145,19 @@ class NodeCharLM(CharLMBase):
             arrays[name] = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
         return cls(p, meta, arrays)
 
-    def _code(self, is_prob: bool, k: int, slots: npt.NDArray[np.int64]) -> FloatArray:
+    def _value(self, is_prob: bool, k: int, slots: npt.NDArray[np.int64]) -> FloatArray:
         w = self._orders[k].words.take(slots)
         if is_prob:
             return self._prob_cb[k].take((w >> np.uint32(8)) & np.uint32(0xFF))
         return self._bow_cb[k].take(w & np.uint32(0xFF))
 
-    def logprob(self, ngrams: npt.ArrayLike) -> FloatArray:
-        """As ``char_lm.CharLM.logprob``: each step prepends one id to the n-gram's node and to the context's."""
-        n = self.order
-        cols, avail = self._columns(ngrams)
-        N = cols.shape[1]
-        if N == 0:
-            return np.zeros(0, dtype=np.float32)
-        best = self._uni_p.take(cols[n - 1])
-        if n < 2:
-            return best
-        V = np.int64(self.vocab_size)
-        h1_ok = avail >= 2
-        cum = np.where(h1_ok, self._uni_b.take(np.maximum(cols[n - 2], 0)), np.float32(0)).astype(np.float32)
-        below = np.zeros(N, dtype=np.float32)
-        sb = self.missing_bow != 0
-        g = cols[n - 1].copy()  # the node of the longest n-gram found so far ending in the predicted id
-        c = np.maximum(cols[n - 2], 0)  # the node of the context found so far
-        ng_ok = np.ones(N, dtype=bool)
-        ctx_ok = h1_ok
-        for k in range(2, n + 1):
-            need_g = np.flatnonzero(ng_ok & ctx_ok & (avail >= k))
-            q = g.take(need_g) * V + cols[n - k].take(need_g)
-            if k < n:
-                ctx_valid = avail >= k + 1
-                need_c = np.flatnonzero(ctx_ok & ctx_valid)
-                q = np.concatenate((q, c.take(need_c) * V + cols[n - 1 - k].take(need_c)))
-            found, idx = self._orders[k].find(q.astype(np.uint64))
-            n_g = need_g.shape[0]
-            fg = found[:n_g]
-            r = need_g[fg]
-            best[r] = self._code(True, k, idx[:n_g][fg])
-            below[r] = cum[r]
-            g[r] = idx[:n_g][fg]
-            ng_ok = np.zeros(N, dtype=bool)
-            ng_ok[r] = True
-            if k < n:
-                fc = found[n_g:]
-                r = need_c[fc]
-                if sb:  # every valid context backs off, stored or not
-                    cum[ctx_valid] += self.missing_bow
-                    cum[r] += self._code(False, k, idx[n_g:][fc]) - self.missing_bow
-                else:
-                    cum[r] += self._code(False, k, idx[n_g:][fc])
-                c[r] = idx[n_g:][fc]
-                ctx_ok = np.zeros(N, dtype=bool)
-                ctx_ok[r] = True
-        return best + (cum - below)
+    def _extend(self, k: int, keys: U64, ids: npt.NDArray[np.int64]) -> U64:
+        """A node's key: the slot of its suffix (the order below) times V, plus its first id."""
+        return keys * np.uint64(self.vocab_size) + ids.astype(np.uint64)
+
+    def _find(self, k: int, keys: U64) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], U64]:
+        found, idx = self._orders[k].find(keys)
+        return found, idx, idx.astype(np.uint64)  # the next order's keys start from the slot
 
     def _node(self, ids: list[int]) -> int | None:
         """The slot of the n-gram ``ids`` (order >= 2) in its table, or None."""
@@ -220,7 +180,7 @@ class NodeCharLM(CharLMBase):
         if node is None:
             return None
         at = np.array([node], dtype=np.int64)
-        return float(self._code(True, k, at)[0]), float(self._code(False, k, at)[0])
+        return float(self._value(True, k, at)[0]), float(self._value(False, k, at)[0])
 
     def stored_ngrams(self) -> dict[int, tuple[IntArray, FloatArray, FloatArray]]:
         """Every stored n-gram, decoded from the tables (each order in slot order)."""
@@ -237,6 +197,6 @@ class NodeCharLM(CharLMBase):
             key = unmix((bucket << np.uint64(t.tag_bits)) | tag, t.key_bits)
             parent, first = (key // np.uint64(V)).astype(np.int64), (key % np.uint64(V)).astype(np.int32)
             ids = np.concatenate((first[:, None], ids_below[parent]), axis=1)
-            out[k] = (ids, self._code(True, k, slots), self._code(False, k, slots))
+            out[k] = (ids, self._value(True, k, slots), self._value(False, k, slots))
             ids_below = ids
         return out
