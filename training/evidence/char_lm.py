@@ -68,10 +68,12 @@ from .char_lm_external import (
     PART_ENTRIES,
     ExternalCount,
     Runs,
+    TextCount,
     all_runs,
     count_external,
     estimate_kn_from,
     estimate_sb_from,
+    held_out_lines,
     in_domain_runs,
     in_domain_tokens,
     statistics,
@@ -85,7 +87,7 @@ DEFAULT_VOCAB = 7128  # the most that keeps 5-gram keys (+ the lower orders' key
 
 def evaluate(dirs: Sequence[Path], corpus: Path, holdout_every: int) -> int:
     """Held-out figures of built LMs (same held-out lines as the build), printed as JSON lines."""
-    _, held, _ = read_corpus(corpus, holdout_every)
+    held = held_out_lines(corpus, holdout_every)
     for d in dirs:
         lm = CharLM.load(d)
         lut = make_lut(lm.codepoints[N_SPECIALS:])
@@ -127,21 +129,12 @@ def in_domain_lines(data: Path, holdout: int, folds: int = 0, without_fold: int 
     return targets
 
 
-@dataclass
-class Counted:
-    """The raw n-gram counts of one training text and what the estimates and meta.json need beside them."""
+@dataclass(kw_only=True)
+class Counted(TextCount):
+    """The raw n-gram counts of one training text, held in memory (``count``): the reference the bounded-memory
+    build (``char_lm_external``) is tested against."""
 
     ngrams: list[tuple[np.ndarray, np.ndarray]]  # per order: sorted packed keys, raw counts
-    base: int
-    vocab_cps: np.ndarray
-    vocab_counts: np.ndarray
-    coverage: dict[str, float]
-    lut: np.ndarray
-    held: list[str]
-    files: list[str]
-    n_tokens: int
-    in_domain: dict | None  # lines, weight, source (None: the corpus alone)
-    seconds: float
 
 
 def count(corpus: Path, max_order: int, vocab_size: int, holdout_every: int, in_domain: Sequence[str] = (),
@@ -172,34 +165,8 @@ def count(corpus: Path, max_order: int, vocab_size: int, holdout_every: int, in_
         log(f"  order {k}: n-grams with count >= t: " + ", ".join(f"{t}:{int((raw >= t).sum()):,}" for t in ths))
     meta = ({"lines": len(extra), "weight": in_domain_weight,
              "source": "targets of the real training pairs (dev split held out)"} if extra else None)
-    return Counted(ngrams, base, vocab_cps, vocab_counts, coverage, lut, held, files, n_tokens, meta,
-                   time.time() - t0)
-
-
-def without(c: Counted, lines: Sequence[str], weight: int, fold: tuple[int, int]) -> Counted:
-    """``c`` less ``weight`` times the counts of ``lines`` (in-domain lines it counted): n-grams never cross
-    a line, so this is exactly the count of the text without them, over ``c``'s vocabulary."""
-    t0 = time.time()
-    cps = codepoints(lines)
-    stream = encode_stream(cps, c.lut)
-    ngrams = []
-    for (keys, raw), (sub_keys, sub_raw) in zip(c.ngrams, count_all_orders(stream, len(c.ngrams), c.base)):
-        at = np.searchsorted(keys, sub_keys)
-        if sub_keys.size and (at.max() >= keys.size or not np.array_equal(keys[at], sub_keys)):
-            raise ValueError("the lines to take out were not counted")
-        left = raw.copy()
-        left[at] -= weight * sub_raw
-        if (left < 0).any():
-            raise ValueError("the lines to take out were not counted that often")
-        keep = left > 0
-        ngrams.append((keys[keep], left[keep]))
-    ids = c.lut[cps]
-    taken = np.bincount(ids[ids >= N_SPECIALS] - N_SPECIALS, minlength=c.vocab_cps.size)
-    if c.in_domain is None:
-        raise ValueError("no in-domain lines were counted")
-    meta = {**c.in_domain, "lines": c.in_domain["lines"] - len(lines), "fold": list(fold)}
-    return Counted(ngrams, c.base, c.vocab_cps, c.vocab_counts - weight * taken, c.coverage, c.lut, c.held,
-                   c.files, c.n_tokens - weight * int((stream != BOS).sum()), meta, c.seconds + time.time() - t0)
+    return Counted(base, vocab_cps, vocab_counts, coverage, lut, held, files, n_tokens, meta, time.time() - t0,
+                   ngrams=ngrams)
 
 
 def build(corpus: Path, variants: Sequence[Variant], vocab_size: int, holdout_every: int,
@@ -239,11 +206,11 @@ def external_estimate(c: ExternalCount, runs: Runs, part_entries: int = PART_ENT
     return estimate
 
 
-def write_variants(c: Counted | ExternalCount, variants: Sequence[Variant], holdout_every: int,
+def write_variants(c: TextCount, variants: Sequence[Variant], holdout_every: int,
                    estimate: Estimate | None = None) -> list[dict]:
     """Estimate (default: from counts in memory), write and evaluate (held-out perplexity) each variant."""
     metas = []
-    estimate = estimate or memory_estimate(c)  # type: ignore[arg-type]
+    estimate = estimate or memory_estimate(c)  # type: ignore[arg-type]  # (a Counted, when not given)
     for v in variants:
         t1 = time.time()
         tables, vocab_counts = estimate(v)
@@ -303,7 +270,7 @@ def convert(from_arpa: Path | None, to_arpa: Path | None, out: Path, quant: int,
                  "prune": None})
     (out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     if corpus.is_dir():
-        _, held, _ = read_corpus(corpus, holdout_every)
+        held = held_out_lines(corpus, holdout_every)
         lm = CharLM.load(out)
         win = heldout_windows(held, make_lut(vocab_cps), order)
         meta["heldout_perplexity"] = round(perplexity(lm, win), 4)

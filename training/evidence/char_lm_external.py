@@ -69,6 +69,11 @@ def lines_of(files: Sequence[Path], holdout_every: int) -> Iterator[tuple[bool, 
                 yield holdout_every > 0 and i % holdout_every == 0, line
 
 
+def held_out_lines(corpus: Path, holdout_every: int) -> list[str]:
+    """The lines a build of ``corpus`` holds out, read without keeping the rest."""
+    return [line for is_held, line in lines_of(corpus_files(corpus), holdout_every) if is_held]
+
+
 def chunks(files: Sequence[Path], holdout_every: int, chunk_chars: int, held: list[str] | None = None
            ) -> Iterator[list[str]]:
     """The training lines in chunks of about ``chunk_chars`` characters (the same cut every time); held-out lines go
@@ -378,12 +383,10 @@ def estimate_sb_from(stats: list[OrderStats], base: int) -> Tables:
 
 # ---------------------------------------------------------------------------------------------- the whole count
 @dataclass
-class ExternalCount:
-    """Runs of the corpus (and of in-domain lines, apart), the vocabulary and what meta.json reports."""
+class TextCount:
+    """What counting a training text gives every estimate and meta.json, however the n-grams were counted."""
 
-    runs: Runs
-    in_domain_runs: Runs | None
-    base: int
+    base: int  # ids, specials included
     vocab_cps: np.ndarray
     vocab_counts: np.ndarray
     coverage: dict[str, float]
@@ -391,11 +394,19 @@ class ExternalCount:
     held: list[str]
     files: list[str]
     n_tokens: int  # counted tokens (in-domain ones as often as they were counted)
-    corpus_tokens: int
-    in_domain: dict | None
+    in_domain: dict | None  # lines, weight, source (None: the corpus alone)
     seconds: float
+
+
+@dataclass(kw_only=True)
+class ExternalCount(TextCount):
+    """The text's n-grams as spilled runs: the corpus's, and the in-domain lines' apart."""
+
+    runs: Runs
+    in_domain_runs: Runs | None
+    corpus_tokens: int
     work: Path
-    own_work: bool
+    own_work: bool  # ``work`` is a temporary folder ``close`` removes
 
     def close(self) -> None:
         if self.own_work:
@@ -435,8 +446,9 @@ def count_external(corpus: Path, max_order: int, vocab_size: int, holdout_every:
         extra_tokens = in_domain_weight * in_domain_tokens(extra, lut)
     meta = ({"lines": len(extra), "weight": in_domain_weight,
              "source": "targets of the real training pairs (dev split held out)"} if extra else None)
-    return ExternalCount(runs, dom, base, vocab_cps, vocab_counts, coverage, lut, held, [f.name for f in files],
-                         tokens + extra_tokens, tokens, meta, time.time() - t0, home, own)
+    return ExternalCount(base, vocab_cps, vocab_counts, coverage, lut, held, [f.name for f in files],
+                         tokens + extra_tokens, meta, time.time() - t0, runs=runs, in_domain_runs=dom,
+                         corpus_tokens=tokens, work=home, own_work=own)
 
 
 def in_domain_runs(lines: Sequence[str], weight: int, lut: np.ndarray, order: int, base: int, home: Path) -> Runs:
