@@ -31,7 +31,7 @@ HOLDOUT_EVERY = 200  # training.evidence.char_lm's default
 
 def corpus_sentences(corpus: Path, limit: int, lm_files: list[str] | None = None) -> list[str]:
     """Sentences of the edited files' lines that an LM built on ``lm_files`` (default: every file of ``corpus``)
-    held out: every HOLDOUT_EVERY-th line of them all, counted in sorted file order (char_lm_estimate.read_corpus)."""
+    held out: every HOLDOUT_EVERY-th line of them all, counted in sorted file order (training.evidence.char_lm.read_corpus)."""
     files = sorted(lm_files) if lm_files else [f.name for f in corpus_files(corpus)]
     held: dict[str, list[str]] = {name: [] for name in EDITED}
     seen = 0

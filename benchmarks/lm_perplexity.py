@@ -20,9 +20,9 @@ import _checkout  # noqa: F401  (training/ and service/ are imported from the ch
 import numpy as np
 
 from corrector.evidence.char_lm import UNK, CharLM, CharLMBase
+from corrector.evidence.char_lm_write import heldout_windows, perplexity
 from training.data.csc_data import read_pairs
 from training.data.location import default_data
-from training.evidence.char_lm_table import heldout_windows, perplexity
 
 DOMAINS = ("enc", "mec", "cot", "gam")
 

@@ -24,6 +24,8 @@
       dictionary/words.npz          optional: jieba's two- and three-character words as vocab-id keys with their
                                     counts (corrector.evidence.dictionary), read in milliseconds; without it the decoder
                                     reads jieba's own dictionary at first use (a second), with the same result
+      dictionary/domain_words.txt   optional: a domain's own words, one a line (``corrector adapt``), kept as written
+                                    (protect_domain_words)
 """
 
 from __future__ import annotations
@@ -34,10 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from corrector.manifest import FORMAT_VERSION, Manifest
+from corrector.manifest import FORMAT_VERSION, MANIFEST, Manifest
 from corrector.types import CorrectorError
 
-MANIFEST = "manifest.json"
 VOCAB = "discriminator/vocab.txt"
 ONNX_DISCRIMINATOR = "onnx/discriminator.onnx"
 ONNX_GENERATOR = "onnx/generator.onnx"
@@ -54,6 +55,7 @@ CANDIDATES_DIR = "candidates"
 LM_DIR = "lm"
 RANKER = "ranker.json"
 WORDS = "dictionary/words.npz"  # corrector.evidence.dictionary
+DOMAIN_WORDS = "dictionary/domain_words.txt"  # corrector.guards.DomainWords (written by corrector adapt)
 REQUIRED_FILES = (  # what inference reads, whatever the graphs
     "discriminator/config.json",
     VOCAB,

@@ -42,6 +42,9 @@ class CorrectorConfig:
     protect_dictionary_words: bool = setting(
         False, "never edit inside a multi-character jieba word (a hard block; by default dictionary words are one "
         "feature among others)")
+    protect_domain_words: bool = setting(
+        True, "never edit inside a word of the bundle's domain word list (the frequent new words of the text a "
+        "bundle was adapted to: corrector adapt)")
     protect_foreign_names: float = setting(
         0.0, "never edit inside a run of 3 or more characters that the corpus writes inside dot-joined foreign names "
         "at least this share of the time (柯林顿, 哈玛斯); 0: off", lo=0.0, hi=1.0)

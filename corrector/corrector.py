@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from corrector.bundle import CANDIDATES_DIR, LM_DIR, RANKER, SIMILARITY_DIR, Bundle, Precision
+from corrector.bundle import CANDIDATES_DIR, DOMAIN_WORDS, LM_DIR, RANKER, SIMILARITY_DIR, Bundle, Precision
 from corrector.config import CorrectorConfig, in_force
 from corrector.decide import decide, threshold_of
 from corrector.evidence.candidates import CandidateTable
@@ -27,7 +27,7 @@ from corrector.evidence.kept_forms import PairCounts
 from corrector.evidence.similarity import SimilarityTables
 from corrector.explain import explain_text
 from corrector.features import Evidence, Sites
-from corrector.guards import Protections
+from corrector.guards import Protections, read_word_file
 from corrector.model_path import ENV_MODEL, default_model_path
 from corrector.rank import HEURISTIC, RankerWeights
 from corrector.runtime.sessions import Device, Networks, OnnxNetworks, ProcessLocalPool
@@ -48,7 +48,7 @@ class Corrector:
 
     def __init__(self, bundle: Bundle, networks: Networks, tables: SimilarityTables,
                  config: CorrectorConfig, evidence: Evidence, ranker: RankerWeights,
-                 name_shares: dict[str, float] | None = None):
+                 name_shares: dict[str, float] | None = None, domain_words: tuple[str, ...] = ()):
         self.bundle = bundle
         self.networks = networks
         self.tables = tables
@@ -58,7 +58,7 @@ class Corrector:
         self.tokenizer = build_tokenizer(bundle.vocab_path)
         self.vocab = evidence.vocab
         self.max_tokens = bundle.max_seq_len
-        self.protections = Protections(name_shares or {})  # the guards' protect hooks
+        self.protections = Protections(name_shares or {}, domain_words)  # the guards' protect hooks
         self._ahead = ProcessLocalPool(1, "sites-ahead")  # see score
 
     @classmethod
@@ -98,8 +98,10 @@ class Corrector:
             lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
             char_lm = _load_lm(lm_path) if lm is not None or lm_path.is_dir() else None
             words = bundle.file(WORDS)
+            domain = bundle.file(DOMAIN_WORDS)
             return cls.from_parts(bundle, sessions, tables, config, candidates=candidates, counts=counts,
                                   name_shares=names, lm=char_lm, ranker=ranker,
+                                  domain_words=read_word_file(domain) if domain.is_file() else (),
                                   words=WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
 
     @classmethod
@@ -107,12 +109,13 @@ class Corrector:
                    config: CorrectorConfig | None = None, *, candidates: CandidateTable | None = None,
                    counts: PairCounts | None = None, name_shares: dict[str, float] | None = None,
                    lm: CharLM | KenLMCharLM | None = None, words: WordTable | None = None,
-                   ranker: RankerWeights = HEURISTIC) -> Corrector:
+                   ranker: RankerWeights = HEURISTIC, domain_words: Sequence[str] = ()) -> Corrector:
         """A Corrector put together from its parts, as ``load`` does from a bundle's files: the bundle (its
         vocabulary, window and name), the networks, the similarity tables, the decoding settings (default: the
         defaults of CorrectorConfig), the candidate table, the word forms the real pairs keep and the foreign
         names' characters (default: none of the three), a character LM, jieba's words as the bundle stores them
-        (None: read from jieba at first use) and the ranker (default: the hand-set one).
+        (None: read from jieba at first use), the ranker (default: the hand-set one) and the domain's words kept as
+        written (``corrector adapt``; default: none).
 
         ``networks`` may be a Future (``load`` builds the ONNX sessions on another thread): it is waited for
         only once the rest is indexed, so the two overlap."""
@@ -122,14 +125,14 @@ class Corrector:
         if isinstance(networks, Future):
             networks = networks.result()
         return cls(bundle, networks, tables, config if config is not None else CorrectorConfig(), evidence, ranker,
-                   name_shares)
+                   name_shares, tuple(domain_words))
 
     def with_lm(self, lm: str | Path | None) -> Corrector:
         """This Corrector over another character LM (a path as for ``load``; None: without one), sharing
         the ONNX sessions and every other table: the folds of cross-fitting differ only in their LM."""
         char_lm = _load_lm(Path(lm)) if lm is not None else None
         return Corrector(self.bundle, self.networks, self.tables, self.config, self.evidence.with_lm(char_lm),
-                         self.ranker, self.protections.name_shares)
+                         self.ranker, self.protections.name_shares, self.protections.domain_words)
 
     def with_candidates(self, candidates: str | Path) -> Corrector:
         """This Corrector over another candidate table (a ``training.evidence.candidates`` folder: the counts of another
@@ -137,7 +140,14 @@ class Corrector:
         other table: the folds of cross-fitting."""
         table, counts, names = _candidate_folder(Path(candidates))
         evidence = self.evidence.with_candidates(table, counts)
-        return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker, names)
+        return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker, names,
+                         self.protections.domain_words)
+
+    def with_domain_words(self, words: Sequence[str]) -> Corrector:
+        """This Corrector keeping another list of domain words as written (``protect_domain_words``), sharing
+        everything else."""
+        return Corrector(self.bundle, self.networks, self.tables, self.config, self.evidence, self.ranker,
+                         self.protections.name_shares, tuple(words))
 
     @property
     def name(self) -> str:

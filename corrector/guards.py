@@ -1,7 +1,8 @@
 """Keep-as-written rules ("guards"): one protocol, ``Guard``, with a hook for each stage that applies guards.
 
-- ``protect`` (``prepare``): the characters of a text no edit may touch: the caller's words (``protect``), foreign
-  names (``protect_foreign_names``), multi-character dictionary words (``protect_dictionary_words``). Such a
+- ``protect`` (``prepare``): the characters of a text no edit may touch: the caller's words (``protect``), the words
+  of the domain the bundle was adapted to (``protect_domain_words``), foreign names (``protect_foreign_names``),
+  multi-character dictionary words (``protect_dictionary_words``). Such a
   character is no site at all.
 - ``veto`` (``decide``, in each round): a site's best edit is not made: it would only change the character's script
   in traditional text (``script``, always on), only write a word another region's way (``protect_regional_forms``),
@@ -18,6 +19,7 @@ it has one, declared in ``corrector/config.py``).
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +85,17 @@ class CallerWords(Guard):
         return _matcher(cfg.protect).positions(text) if cfg.protect and text else set()
 
 
+class DomainWords(Guard):
+    name = "protect_domain_words"
+    reason = "a word of the bundle's domain"
+    as_written = True
+
+    def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
+        if not (cfg.protect_domain_words and text and tables.domain_words):
+            return set()
+        return tables.domain_matcher().positions(text)
+
+
 class ForeignNames(Guard):
     name = "protect_foreign_names"
     reason = "inside a foreign name"
@@ -142,7 +155,7 @@ class Script(Guard):
         return None
 
 
-GUARDS: tuple[Guard, ...] = (CallerWords(), ForeignNames(), DictionaryWords(), RegionalForms(), UnreliablePairs(),
+GUARDS: tuple[Guard, ...] = (CallerWords(), DomainWords(), ForeignNames(), DictionaryWords(), RegionalForms(), UnreliablePairs(),
                              Script())
 NAMED: dict[str, Guard] = {g.name: g for g in GUARDS}
 
@@ -160,11 +173,22 @@ class Protections:
     """The ``protect`` hooks over one bundle's tables: which characters of a text no edit may touch, and why.
 
     ``name_shares``: per character, the share of its corpus occurrences inside dot-joined foreign names
-    (``corrector.evidence.foreign_names``)."""
+    (``corrector.evidence.foreign_names``); ``domain_words``: the bundle's domain words (``DOMAIN_WORDS``)."""
 
-    def __init__(self, name_shares: dict[str, float]):
+    def __init__(self, name_shares: dict[str, float], domain_words: tuple[str, ...] = ()):
         self.name_shares = name_shares
+        self.domain_words = domain_words
         self._names: dict[float, frozenset[str]] = {}
+        self._domain: WordMatcher | None = None
+        self._lock = threading.Lock()
+
+    def domain_matcher(self) -> WordMatcher:
+        """The matcher of the domain words, built once (at the first text that needs it)."""
+        if self._domain is None:
+            with self._lock:
+                if self._domain is None:
+                    self._domain = WordMatcher(self.domain_words)
+        return self._domain
 
     def name_chars(self, min_share: float) -> frozenset[str]:
         """The characters ``protect_foreign_names`` counts as a foreign name's (empty when 0 or when the bundle

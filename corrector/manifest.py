@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal
 
 FORMAT_VERSION = 1
+MANIFEST = "manifest.json"  # the file, at a bundle's root
 CpuOnnx = Literal["fp32", "int8"]
 
 
@@ -51,3 +53,9 @@ class Manifest:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=2) + "\n"
+
+    def write(self, root: Path) -> None:
+        """List every file of the bundle at ``root`` in ``files`` and write ``root/manifest.json``."""
+        self.files = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                            if p.is_file() and p.name != MANIFEST)
+        (root / MANIFEST).write_text(self.to_json(), encoding="utf-8")

@@ -10,7 +10,9 @@ the corrected text, so several errors in one sentence, adjacent ones included, a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -129,6 +131,10 @@ class RankerWeights:
     def with_threshold(self, use_lm: bool, threshold: float) -> RankerWeights:
         """A copy with ``threshold`` as the default threshold of the scorer ``pick(use_lm)`` gives."""
         return replace(self, threshold=threshold) if use_lm else replace(self, threshold_no_lm=threshold)
+
+    def save(self, path: Path) -> None:
+        """Write ``ranker.json`` (the fit writes it, and ``corrector adapt`` when the threshold follows its LM)."""
+        path.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
 
     def to_dict(self) -> dict:
         return {"features": list(FEATURES), "cheap_features": list(CHEAP), "with_lm": self.scorer.to_dict(),

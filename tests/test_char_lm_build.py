@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from corrector.evidence.char_lm import CharLM
+from corrector.evidence.char_lm_estimate import estimate_kn, estimate_sb, keep_masks
 from corrector.evidence.char_lm_nodes import NodeCharLM, mix, unmix
 from training.data.text_files import corpus_files, file_lines
 from training.evidence import char_lm as build_lm
-from training.evidence.char_lm_estimate import estimate_kn, estimate_sb, keep_masks
 from training.evidence.char_lm_external import (
     all_runs,
     count_external,

@@ -8,6 +8,7 @@
     python -m corrector batch --input corpus.txt --output out/   # corrector/batch/: a corpus, locally or on Ray
     python -m corrector settings                    # every decoding setting, with the value in force
     python -m corrector serve --port 8000           # the HTTP service (the 'service' extra)
+    python -m corrector adapt --text docs/ --out runs/docs   # a bundle adapted to a domain's plain text
 
 Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.bundle.export --hf``.
 """
@@ -33,7 +34,8 @@ def correct_parser() -> argparse.ArgumentParser:
         prog="python -m corrector",
         description="Correct Chinese spelling errors. Other commands: 'similar CHAR' (sound and shape "
                     "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray), 'settings' (every "
-                    "decoding setting with the value in force), 'serve' (the HTTP service; serve --help).",
+                    "decoding setting with the value in force), 'serve' (the HTTP service; serve --help), 'adapt --text "
+                    "PATH --out DIR' (a bundle adapted to a domain's plain text; adapt --help).",
         epilog=EXAMPLES + "\n" + EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
@@ -98,6 +100,8 @@ def main(argv: list[str] | None = None) -> None:
             code = run_settings(argv[1:])
         elif argv and argv[0] == "serve":
             code = run_serve(argv[1:])
+        elif argv and argv[0] == "adapt":
+            code = run_adapt(argv[1:])
         else:
             code = run_correct(argv)
     except (CliError, CorrectorError) as e:
@@ -127,6 +131,12 @@ def run_serve(argv: list[str]) -> int:
         raise CliError(missing_extra(e, "the service", "service")) from None
     service_cli.main(argv, prog="python -m corrector serve")
     return 0
+
+
+def run_adapt(argv: list[str]) -> int:
+    from corrector.adapt.adapted_bundle import main as adapt_main
+
+    return adapt_main(argv)
 
 
 def run_correct(argv: list[str]) -> int:

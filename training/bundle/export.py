@@ -24,7 +24,6 @@ import torch
 from corrector.bundle import (
     CANDIDATES_DIR,
     LM_DIR,
-    MANIFEST,
     RANKER,
     SIMILARITY_DIR,
     VOCAB,
@@ -155,8 +154,7 @@ class Evidence:
 
 def _finish(tmp: Path, out: Path, manifest: Manifest) -> None:
     """List the files, write the manifest, and move the bundle into place."""
-    manifest.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file() and p.name != MANIFEST)
-    (tmp / MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
+    manifest.write(tmp)
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)

@@ -10,22 +10,14 @@ import gzip
 import lzma
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+
+from corrector.text.files import open_text as open_text
 
 SUFFIXES = (".txt", ".txt.gz", ".txt.xz")
 
 
 def is_corpus_file(path: Path) -> bool:
     return path.name.endswith(SUFFIXES)
-
-
-def open_text(path: Path, mode: str = "rt", errors: str = "strict") -> IO[str]:
-    """``path`` opened as text, decompressed by its suffix (``.gz``, ``.xz``; anything else is read as it is)."""
-    if path.suffix == ".gz":
-        return gzip.open(path, mode, encoding="utf-8", errors=errors)  # type: ignore[return-value]
-    if path.suffix == ".xz":
-        return lzma.open(path, mode, encoding="utf-8", errors=errors)  # type: ignore[return-value]
-    return open(path, mode, encoding="utf-8", errors=errors)
 
 
 def write_text(path: Path, lines: Iterable[str]) -> None:

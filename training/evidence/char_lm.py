@@ -44,9 +44,10 @@ import numpy as np
 
 from corrector.evidence.char_lm import BOS, N_SPECIALS, UNK, CharLM, key_offsets
 
-# Counting and estimation live in char_lm_estimate, the on-disk format and held-out scoring in char_lm_table;
+# Counting and estimation live in corrector.evidence.char_lm_estimate, the on-disk formats and held-out scoring in
+# corrector.evidence.char_lm_write (corrector adapt estimates and writes with them too);
 # Tables, UNIGRAM_BOS_LOGPROB, kn_discounts and write_model are imported from here too.
-from .char_lm_estimate import (
+from corrector.evidence.char_lm_estimate import (
     SB_ALPHA,
     choose_vocab,
     codepoints,
@@ -58,11 +59,19 @@ from .char_lm_estimate import (
     log,
     make_lut,
     peak_rss_mb,
-    read_corpus,
 )
-from .char_lm_estimate import UNIGRAM_BOS_LOGPROB as UNIGRAM_BOS_LOGPROB
-from .char_lm_estimate import Tables as Tables
-from .char_lm_estimate import kn_discounts as kn_discounts
+from corrector.evidence.char_lm_estimate import UNIGRAM_BOS_LOGPROB as UNIGRAM_BOS_LOGPROB
+from corrector.evidence.char_lm_estimate import Tables as Tables
+from corrector.evidence.char_lm_estimate import kn_discounts as kn_discounts
+from corrector.evidence.char_lm_write import (
+    heldout_windows,
+    normalised_sample,
+    perplexity,
+    write_model,
+    write_nodes,
+)
+
+from ..data.text_files import corpus_files, file_lines
 from .char_lm_external import (
     CHUNK_CHARS,
     PART_ENTRIES,
@@ -79,10 +88,21 @@ from .char_lm_external import (
     statistics,
     vocab_counts_of,
 )
-from .char_lm_nodes import write_nodes
-from .char_lm_table import heldout_windows, normalised_sample, perplexity, write_model
 
 DEFAULT_VOCAB = 7128  # the most that keeps 5-gram keys (+ the lower orders' key ranges) inside uint64
+
+
+def read_corpus(corpus: Path, holdout_every: int) -> tuple[list[str], list[str], list[str]]:
+    """(train lines, held-out lines, file names). Every ``holdout_every``-th line (global count) is held out."""
+    files = corpus_files(corpus)
+    lines: list[str] = []
+    for f in files:
+        lines.extend(file_lines(f))
+    held: list[str] = []
+    if holdout_every > 0:
+        held = lines[holdout_every - 1:: holdout_every]
+        del lines[holdout_every - 1:: holdout_every]
+    return lines, held, [f.name for f in files]
 
 
 def evaluate(dirs: Sequence[Path], corpus: Path, holdout_every: int) -> int:

@@ -114,7 +114,7 @@ def backoff_logprob(keys: list[np.ndarray], logp: list[np.ndarray], logbow: list
 
 
 def arpa_to_tables(path: Path):  # -> (Tables, vocab code points, order)
-    from training.evidence.char_lm_estimate import UNIGRAM_BOS_LOGPROB, Tables
+    from corrector.evidence.char_lm_estimate import UNIGRAM_BOS_LOGPROB, Tables
 
     order, grams = read_arpa(path)
     specials = {s: i for i, s in enumerate(SPECIALS)}

@@ -30,9 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from corrector.evidence.char_lm import BOS, N_SPECIALS
-
-from ..data.text_files import corpus_files, open_text
-from .char_lm_estimate import (
+from corrector.evidence.char_lm_estimate import (
     SB_ALPHA,
     UNIGRAM_BOS_LOGPROB,
     Tables,
@@ -48,6 +46,8 @@ from .char_lm_estimate import (
     vocab_from_counts,
 )
 
+from ..data.text_files import corpus_files, open_text
+
 CHUNK_CHARS = 8_000_000  # characters counted at once (about 0.6 GB at order 5)
 PART_ENTRIES = 24_000_000  # run entries merged at once (about 1.5 GB)
 SAMPLE_EVERY = 4096  # run keys sampled to cut the key ranges
@@ -57,7 +57,7 @@ THRESHOLDS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 30, 50)  # counts the log 
 # ---------------------------------------------------------------------------------------------- reading
 def lines_of(files: Sequence[Path], holdout_every: int) -> Iterator[tuple[bool, str]]:
     """(held out?, line) for every non-empty line of the files in order; every ``holdout_every``-th is held out
-    (``char_lm_estimate.read_corpus``'s rule)."""
+    (``char_lm.read_corpus``'s rule)."""
     i = 0
     for f in files:
         with open_text(f) as fh:

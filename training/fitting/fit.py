@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         chosen, report["calibration"] = calibrate.fit(fix, decoding, weights, a)
         weights = chosen_into(weights, chosen, "calibration_rule", report["calibration"])
     out = a.out or a.model / "ranker.json"
-    out.write_text(json.dumps(weights.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
+    weights.save(out)
     if a.report:
         a.report.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     print(f"{', '.join(a.steps)}: threshold {weights.threshold} (no LM {weights.threshold_no_lm}) → {out} "

@@ -1,5 +1,5 @@
-"""From corpus text to a character LM's n-gram tables (``training.evidence.char_lm`` writes and evaluates them):
-the lines and their held-out slice, the vocabulary and the id stream, n-grams packed into uint64 keys and counted
+"""From text to a character LM's n-gram tables (``training.evidence.char_lm`` builds the corpus's LM with them,
+``corrector adapt`` a domain's): the vocabulary and the id stream, n-grams packed into uint64 keys and counted
 with sort + run lengths, pruning, and the interpolated modified Kneser-Ney and stupid-backoff estimates in backoff
 form. char_lm's docstring describes the estimators.
 """
@@ -11,20 +11,18 @@ import resource
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from corrector.evidence.char_lm import BOS, EOS, N_SPECIALS, UNK
-
-from ..data.text_files import corpus_files, file_lines
 
 SB_ALPHA = 0.4
 UNIGRAM_BOS_LOGPROB = -99.0
 
 
 def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
 
 
 def peak_rss_mb() -> float:
@@ -32,19 +30,6 @@ def peak_rss_mb() -> float:
 
 
 # ---------------------------------------------------------------------------------------------- corpus
-def read_corpus(corpus: Path, holdout_every: int) -> tuple[list[str], list[str], list[str]]:
-    """(train lines, held-out lines, file names). Every ``holdout_every``-th line (global count) is held out."""
-    files = corpus_files(corpus)
-    lines: list[str] = []
-    for f in files:
-        lines.extend(file_lines(f))
-    held: list[str] = []
-    if holdout_every > 0:
-        held = lines[holdout_every - 1:: holdout_every]
-        del lines[holdout_every - 1:: holdout_every]
-    return lines, held, [f.name for f in files]
-
-
 def codepoints(lines: Sequence[str]) -> np.ndarray:
     """All code points of the lines joined by '\\n' (uint32)."""
     return np.frombuffer("\n".join(lines).encode("utf-32-le"), dtype="<u4")

@@ -1,0 +1,238 @@
+"""Adapt a bundle to a domain from its plain text, no labels: ``python -m corrector adapt``.
+
+    python -m corrector adapt --text docs/ notes/*.md --out runs/my-bundle [--model BASE]
+
+1. The text: files, directories or globs, as ``corrector batch`` reads them (text and Markdown a line a text,
+   JSONL and Parquet by ``--text-field``), and ``.txt.gz`` / ``.txt.xz`` files.
+2. The LM: a Kneser-Ney model of the text in the base LM's vocabulary and order, interpolated with the base
+   bundle's LM into one table of the same format (``corrector.adapt.interpolate``). Its weight is the one that
+   gives held-out lines of the text the lowest perplexity.
+3. The domain's words: the text's frequent words that jieba's dictionary lacks (``corrector.adapt.domain_words``),
+   kept as written (``protect_domain_words``).
+4. The threshold follows the LM: the adapted LM makes the decoder surer of the text as written, so at the base
+   threshold it changes less of it. The held-out lines are decoded by the base bundle and by the bundle adapted
+   without them; the threshold is the lowest at which it changes fewer of those lines than the base bundle does at
+   its own (one fewer, or none when the base changes none). The networks and the ranker's weights stay as they are.
+
+The new bundle loads wherever a bundle does (``--model``, ``CSC_MODEL_DIR``, the service, ``batch``); its manifest
+records the text's size and hash, the weight, the words and the threshold (``adapted``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+MAX_HELD_OUT = 2000  # held-out lines at most (every k-th line; at least every second)
+THRESHOLD_STEP = 0.01
+THRESHOLD_SPAN = 0.25  # thresholds tried either side of the base bundle's
+
+
+def read_texts(specs: Sequence[str], text_field: str = "text") -> tuple[list[str], list[str]]:
+    """The non-empty lines (texts) of every input, in order, and the names of the files read."""
+    from corrector.batch.inputs import ReadOptions, find_inputs, plan_shards, read_shard
+    from corrector.text.files import open_text
+
+    opts = ReadOptions(text_field=text_field, max_chars=10**9)
+    lines: list[str] = []
+    names: list[str] = []
+    for spec in specs:
+        for f in find_inputs(spec):
+            names.append(f.name)
+            if f.path.endswith((".gz", ".xz")):
+                with open_text(Path(f.path), errors="replace") as fh:
+                    lines.extend(x.strip() for x in fh if x.strip())
+                continue
+            for shard in plan_shards([f], 1 << 30, opts):
+                lines.extend(r["text"].strip() for r in read_shard(shard, opts) if not r["error"] and r["text"].strip())
+    return lines, names
+
+
+def text_hash(lines: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for x in lines:
+        h.update(x.encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def changed_lines(fixer, lines: Sequence[str], thresholds: Sequence[float | None]) -> list[int]:
+    """How many of ``lines`` the Corrector changes at each threshold (None: its own), scored once."""
+    from corrector.config import in_force
+    from corrector.stages import assemble
+
+    prepared = fixer.prepare(list(lines))
+    scored = [s.without_logits() for s in fixer.score(prepared)]
+    out = []
+    for th in thresholds:
+        cfg = in_force(loaded=prepared.settings, call={"threshold": th}) if th is not None else prepared.settings
+        fixed = assemble(prepared, [fixer.decide(s, cfg) for s in scored])
+        out.append(sum(c.target != s for c, s in zip(fixed, lines)))
+    return out
+
+
+def choose_threshold(base_changed: int, changed: Sequence[int], thresholds: Sequence[float]) -> float:
+    """The lowest threshold at which fewer of the held-out lines change than the base bundle changes (one fewer:
+    the lowest of many thresholds that pass a noisy count is itself optimistic), or as many when it changes none;
+    the highest tried when none passes."""
+    allowed = max(0, base_changed - 1)
+    for th, n in zip(thresholds, changed):
+        if n <= allowed:
+            return float(th)
+    return float(thresholds[-1])
+
+
+def adapt_bundle(base: Path, lines: Sequence[str], out: Path, *, prune: Sequence[int] | None = None,
+                 min_count: int = 5, weight: float | None = None, files: Sequence[str] = (),
+                 log=print) -> dict:
+    """Write ``base`` adapted to ``lines`` into ``out``; the facts recorded in its manifest are returned."""
+    from corrector import Corrector
+    from corrector.adapt.domain_words import new_words
+    from corrector.adapt.interpolate import adapt, held_out
+    from corrector.bundle import DOMAIN_WORDS, LM_DIR, RANKER, Bundle
+
+    t0 = time.time()
+    bundle = Bundle.load(base)
+    if not bundle.file(LM_DIR).is_dir():
+        raise SystemExit(f"{base} has no character LM to adapt (lm/)")
+    order = int(json.loads((bundle.file(LM_DIR) / "meta.json").read_text(encoding="utf-8"))["order"])
+    prune = list(prune) if prune is not None else [0] * order
+    lines = [x for x in lines if x.strip()]
+    if len(lines) < 2:
+        raise SystemExit("adapt needs at least two lines of text")
+    every = max(2, math.ceil(len(lines) / MAX_HELD_OUT))
+    held = held_out(lines, every)
+    train = [x for i, x in enumerate(lines) if (i + 1) % every]
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(base, tmp)
+    try:
+        with tempfile.TemporaryDirectory(prefix="csc-adapt-") as work:
+            without = Path(work) / "without"
+            shutil.rmtree(tmp / LM_DIR)
+            lm_facts = adapt(lines, bundle.file(LM_DIR), tmp / LM_DIR, prune, every, weight, without, log=log)
+            log(f"the text's words that jieba's dictionary lacks (at least {min_count} times)")
+            words = new_words(lines, min_count, progress=sys.stderr.isatty())
+            held_words = [w for w, _ in new_words(train, min_count)]
+            log(f"  {len(words):,} words" + (f", e.g. {'、'.join(w for w, _ in words[:8])}" if words else ""))
+            log(f"the threshold, on {len(held):,} held-out lines")
+            fixer = Corrector.load(base)
+            t_base = fixer.threshold()
+            grid = [round(float(x), 2) for x in np.arange(max(THRESHOLD_STEP, t_base - THRESHOLD_SPAN),
+                                                          min(0.99, t_base + THRESHOLD_SPAN) + 1e-9, THRESHOLD_STEP)]
+            top = fixer.ranker.pick(True).calibration[1][-1]
+            grid = [t for t in grid if t <= top]
+            base_changed = changed_lines(fixer, held, [None])[0]
+            adapted = fixer.with_lm(without).with_domain_words(held_words)
+            changed = changed_lines(adapted, held, grid)
+            threshold = choose_threshold(base_changed, changed, grid)
+            at_base = changed[int(np.argmin([abs(t - t_base) for t in grid]))] if grid else 0
+            log(f"  {threshold:.2f} (the base bundle's {t_base:.4f} changes {base_changed} of them; the adapted "
+                f"LM at that threshold {at_base})")
+        (tmp / DOMAIN_WORDS).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / DOMAIN_WORDS).write_text("".join(f"{w}\n" for w, _ in words), encoding="utf-8")
+        fixer.ranker.with_threshold(True, threshold).save(tmp / RANKER)
+        manifest = bundle.manifest
+        facts = {
+            "base": {"name": manifest.name, "version": manifest.version},
+            "text": {"files": [Path(f).name for f in files][:100], "lines": len(lines),
+                     "chars": sum(len(x) for x in lines), "sha256": text_hash(lines)},
+            "lm": lm_facts,
+            "domain_words": {"count": len(words), "min_count": min_count},
+            "threshold": {"base": round(t_base, 4), "adapted": threshold, "held_out_lines": len(held),
+                          "changed_base": base_changed, "changed_adapted": changed[grid.index(threshold)]},
+            "seconds": round(time.time() - t0, 1),
+        }
+        lm_meta = json.loads((tmp / LM_DIR / "meta.json").read_text(encoding="utf-8"))
+        manifest.lm = {**manifest.lm, "ngrams": lm_meta["ngrams"], "size_bytes": lm_meta["size_bytes"],
+                       "adapted": lm_facts}
+        manifest.ranker = {**manifest.ranker, "threshold": threshold}
+        manifest.provenance = {**manifest.provenance, "adapted": facts}
+        manifest.name = out.name
+        manifest.write(tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return facts
+
+
+def parse_prune(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated counts, e.g. 0,0,2,2; got {text!r}") from None
+
+
+def parser(prog: str = "python -m corrector adapt") -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="example:\n  python -m corrector adapt --text contracts/ --out runs/contracts\n"
+                                        "  python -m corrector --model runs/contracts \"本合同自双方签字之日起生效\"")
+    ap.add_argument("--text", nargs="+", required=True, metavar="PATH",
+                    help="text files, directories or globs (txt, md, jsonl, parquet, txt.gz, txt.xz)")
+    ap.add_argument("--out", required=True, type=Path, help="the adapted bundle's directory (replaced if it exists)")
+    ap.add_argument("--model", type=Path, help="the bundle to adapt (default: the default bundle)")
+    ap.add_argument("--text-field", default="text", help="the field of JSONL and Parquet rows to read")
+    ap.add_argument("--prune", type=parse_prune, help="minimum count per order of the text's n-grams (default: "
+                                                      "keep all)")
+    ap.add_argument("--min-count", type=int, default=5, help="times a new word must occur to be kept as written")
+    ap.add_argument("--weight", type=float, help="the text's model's weight (default: chosen on held-out lines)")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m corrector adapt") -> int:
+    from corrector.model_path import default_model_path
+
+    args = parser(prog).parse_args(argv)
+    if args.weight is not None and not 0.0 <= args.weight <= 1.0:
+        raise SystemExit("--weight must lie in [0, 1]")
+    base = args.model if args.model is not None else default_model_path()
+    if args.out.resolve() == Path(base).resolve():
+        raise SystemExit("--out must differ from the bundle adapted")
+    t0 = time.time()
+    steps = _Steps()
+    lines, files = read_texts(args.text, args.text_field)
+    steps(f"read {len(lines):,} lines, {sum(len(x) for x in lines):,} characters from {len(files)} file(s)")
+    facts = adapt_bundle(Path(base), lines, args.out, prune=args.prune, min_count=args.min_count,
+                         weight=args.weight, files=files, log=steps)
+    lm = facts["lm"]
+    steps(f"wrote {args.out} in {time.time() - t0:.0f}s: weight {lm['weight']:.3f}, held-out perplexity "
+          f"{lm['heldout_perplexity_base']:.1f} -> {lm['heldout_perplexity_interpolated']:.1f}, "
+          f"{facts['domain_words']['count']:,} domain words, threshold {facts['threshold']['adapted']:.2f}")
+    steps.close()
+    return 0
+
+
+class _Steps:
+    """One progress line per step on stderr (a bar while the steps run, when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        from tqdm import tqdm
+
+        self.bar: Iterator | None = tqdm(total=7, desc="adapt", file=sys.stderr, leave=False,
+                                         disable=not sys.stderr.isatty(), bar_format="{desc} {bar} {n}/{total}")
+
+    def __call__(self, msg: str) -> None:
+        bar = self.bar
+        if bar is not None and not bar.disable:  # type: ignore[attr-defined]
+            bar.write(msg, file=sys.stderr)  # type: ignore[attr-defined]
+            bar.update(1)  # type: ignore[attr-defined]
+        else:
+            sys.stderr.write(msg + "\n")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()  # type: ignore[attr-defined]
