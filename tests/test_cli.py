@@ -239,7 +239,10 @@ def test_help():
 def test_version():
     from importlib.metadata import version
 
-    assert ok(cli("--version")) == f"electra-csc {version('electra-csc')}\n"
+    shown = ok(cli("--version"))
+    assert shown.startswith(f"electra-csc {version('electra-csc')}; model default ")
+    disc = json.loads((REPO / "data/electra_models/default/discriminator/config.json").read_text(encoding="utf-8"))
+    assert f": discriminator {disc['num_hidden_layers']} x {disc['hidden_size']}, generator " in shown  # the shape
 
 
 def test_set_reaches_every_setting(model, forced):

@@ -91,3 +91,42 @@ def test_a_vocabulary_that_does_not_match_the_embeddings_is_refused_in_one_line(
     res = run("--pretrained", str(pair), "--out", str(tmp_path / "out"), "--data", str(data))
     assert res.returncode == 1
     assert res.stderr.count("\n") == 1 and "vocab.txt has 21128 entries" in res.stderr
+
+
+RECIPE = ROOT / "training" / "recipes" / "from-pretrained.toml"
+TINY = [  # only sizes change: (old, new, how many times)
+    ("holdout = 1000  #", "holdout = 5  #", 1),
+    ('prune = "0,0,5,8"', 'prune = "0,0,0,0"\nvocab-size = 300', 1),
+    ("n = 600000\ndistinct = 200000", "n = 60\ndistinct = 5", 1),
+    ("n = 12000", "n = 20", 1),
+    ("batch-size = 64", "batch-size = 4", 1),
+    ("max-steps = 6000", "max-steps = 3", 1),
+    ("eval-every = 1000", "eval-every = 2", 1),
+    ("max-changed = 0.10", "max-changed = 1", 1),
+    ("max-fpr-each = 0.03", "max-fpr-each = 1", 1),
+]
+
+
+@pytest.mark.slow
+def test_the_from_pretrained_recipe_fine_tunes_the_pair_into_a_bundle(tmp_path: Path, data: Path) -> None:
+    if not BERT_VOCAB.is_file():
+        pytest.skip("../shared/data/vocab is not beside this checkout")
+    from corrector import Corrector
+    from training import build
+
+    text = RECIPE.read_text(encoding="utf-8")
+    for old, new, count in TINY:
+        assert text.count(old) == count, old  # from-pretrained.toml changed shape: update TINY
+        text = text.replace(old, new)
+    recipe = tmp_path / "tiny-from-pretrained.toml"
+    recipe.write_text(text, encoding="utf-8")
+    pair = hf_pair(tmp_path / "electra", BERT_VOCAB)
+    out = tmp_path / "build"
+    assert build.main(["--recipe", str(recipe), "--data", str(data), "--out", str(out), "--pretrained", str(pair)]) == 0
+    fixer = Corrector.load(out / "bundle", device="cpu")
+    text = "今天天汽很好，我门去公园。"
+    assert len(fixer.correct(text).target) == len(text)
+    assert fixer.vocab[:5] == BERT_VOCAB.read_text(encoding="utf-8").split("\n")[:5]
+    assert fixer.has_lm and fixer.ranker.meta["fitted"]
+    prov = fixer.bundle.manifest.provenance
+    assert prov["init"] == pair.name and prov["finetune"]["config"]["mft_rate"] == 0.2  # machine paths kept out

@@ -315,8 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=default_data(),
                     help="the data folder (default $CSC_DATA or ../shared/data; docs/data.md)")
     ap.add_argument("--out", type=Path, required=False, help="folder of the stages' outputs, their records and bundle/")
-    ap.add_argument("--init-from", type=Path, default=None,
-                    help="a pretrained pair (a pretraining run or snapshot folder) to start pretraining from")
+    ap.add_argument("--init-from", "--pretrained", type=Path, default=None,
+                    help="a pretrained pair (a pretraining run or snapshot folder, or a published ELECTRA's folder "
+                         "with discriminator/ and generator/) that the recipe starts from")
     ap.add_argument("--from-stage", metavar="NAME", help="run NAME and every later stage, whatever their records say")
     ap.add_argument("--to-stage", metavar="NAME", help="stop after NAME")
     ap.add_argument("--only", metavar="NAME", action="append", help="run NAME alone (repeatable)")

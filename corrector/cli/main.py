@@ -71,17 +71,36 @@ class _Version(argparse.Action):
     """--version, looked up only when asked for (importlib.metadata is slow to import)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(version_line())
+        print(version_line(getattr(namespace, "model", None)))
         parser.exit()
 
 
-def version_line() -> str:
+def version_line(model: str | None = None) -> str:
+    """The installed version, and the model's name, version and shape (``--model`` when given before
+    ``--version``, else ``CSC_MODEL_DIR`` or the default bundle): bigger networks are slower."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return f"electra-csc {version('electra-csc')}"
+        line = f"electra-csc {version('electra-csc')}"
     except PackageNotFoundError:
-        return "electra-csc (not installed)"
+        line = "electra-csc (not installed)"
+    shape = model_shape(model)
+    return f"{line}; {shape}" if shape else line
+
+
+def model_shape(model: str | None) -> str | None:
+    """"model NAME VERSION: discriminator L x H, generator L x H" from the bundle's JSON files (no network loads)."""
+    from corrector.model_path import default_model_path
+
+    root = Path(model) if model else default_model_path()
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        nets = {role: json.loads((root / role / "config.json").read_text(encoding="utf-8"))
+                for role in ("discriminator", "generator") if (root / role / "config.json").is_file()}
+    except (OSError, ValueError):
+        return None
+    shapes = ", ".join(f"{role} {c.get('num_hidden_layers')} x {c.get('hidden_size')}" for role, c in nets.items())
+    return f"model {manifest.get('name')} {manifest.get('version')}" + (f": {shapes}" if shapes else "")
 
 
 def main(argv: list[str] | None = None) -> None:
