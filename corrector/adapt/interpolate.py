@@ -26,6 +26,7 @@ from corrector.evidence.char_lm_estimate import (
     UNIGRAM_BOS_LOGPROB,
     Tables,
     codepoints,
+    context_and_suffix,
     count_all_orders,
     encode_stream,
     estimate_kn,
@@ -147,10 +148,7 @@ def mix_tables(base: CharLMBase, text: CharLMBase, text_tables_: Tables, lam: fl
         if k == n:
             logbow.append(np.zeros(keys[k - 1].size, dtype=np.float64))
             continue
-        up = keys[k]
-        ctx, suf = up // np.uint64(V), up % np.uint64(V**k)
-        ci = ctx.astype(np.int64) if k == 1 else np.searchsorted(keys[k - 1], ctx)
-        si = suf.astype(np.int64) if k == 1 else np.searchsorted(keys[k - 1], suf)
+        ci, si = context_and_suffix(keys, k, V)
         m = keys[k - 1].size
         d_b = np.maximum(1.0 - np.bincount(ci, weights=pb[k - 1][si], minlength=m), 1e-9)
         d_t = np.maximum(1.0 - np.bincount(ci, weights=pt[k - 1][si], minlength=m), 1e-9)

@@ -254,6 +254,16 @@ def estimate_kn(counts: list[tuple[np.ndarray, np.ndarray]], masks: list[np.ndar
     return Tables(keys_out, logp, logbow, discounts)
 
 
+def context_and_suffix(keys: list[np.ndarray], k: int, base: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every stored (k+1)-gram: the index, among the stored k-grams, of its context (all but its last id) and
+    of its suffix (all but its first): where each n-gram's probability goes in its context's sums."""
+    up = keys[k]
+    ctx, suf = up // np.uint64(base), up % np.uint64(base**k)
+    if k == 1:
+        return ctx.astype(np.int64), suf.astype(np.int64)
+    return np.searchsorted(keys[k - 1], ctx), np.searchsorted(keys[k - 1], suf)
+
+
 def backoffs_renormalised(keys: list[np.ndarray], p: list[np.ndarray], base: int) -> list[np.ndarray]:
     """ln bow(h) = ln (1 - sum_kept P(w|h)) - ln (1 - sum_kept P(w|h')) for every stored h (0 where h has no
     stored extension); the top order has none."""
@@ -263,15 +273,8 @@ def backoffs_renormalised(keys: list[np.ndarray], p: list[np.ndarray], base: int
         if k == order:
             out.append(np.zeros(keys[k - 1].size, dtype=np.float64))
             continue
-        up = keys[k]
-        ctx = up // np.uint64(base)
-        suf = up % np.uint64(base**k)
-        if k == 1:
-            ci = ctx.astype(np.int64)
-            lo = p[0][suf.astype(np.int64)]
-        else:
-            ci = np.searchsorted(keys[k - 1], ctx)
-            lo = p[k - 1][np.searchsorted(keys[k - 1], suf)]
+        ci, si = context_and_suffix(keys, k, base)
+        lo = p[k - 1][si]
         n = keys[k - 1].size
         s_hi = np.bincount(ci, weights=p[k], minlength=n)
         s_lo = np.bincount(ci, weights=lo, minlength=n)
