@@ -176,7 +176,10 @@ def parse_prune(text: str) -> list[int]:
 
 
 def parser(prog: str = "python -m corrector adapt") -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog=prog, description="A bundle adapted to a domain from its plain text, no labels: "
+                                 "a character LM of the text interpolated with the bundle's, the text's frequent new "
+                                 "words kept as written, the threshold following the LM. The networks stay as they "
+                                 "are.",
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="example:\n  python -m corrector adapt --text contracts/ --out runs/contracts\n"
                                         "  python -m corrector --model runs/contracts \"本合同自双方签字之日起生效\"")
