@@ -42,10 +42,29 @@ def shipped_model_path() -> Path:
     return in_checkout  # absent: Corrector.load names it in its error
 
 
-def install_hint(extra: str) -> str:
-    """The command that installs an extra: in a checkout an editable install, else the published package's."""
-    checkout = (Path(__file__).resolve().parent.parent / "pyproject.toml").is_file()
-    return f"pip install -e '.[{extra}]'" if checkout else f"pip install 'electra-csc[{extra}]'"
+def install_hint(extra: str, checkout: bool | None = None) -> str:
+    """The command that installs an extra: in a checkout an editable install; installed from a wheel, the extra's
+    own requirements as the installed package's metadata lists them (the package is not on an index to ask for
+    ``electra-csc[extra]``), and the wheel's name with the extra."""
+    if checkout is None:
+        checkout = (Path(__file__).resolve().parent.parent / "pyproject.toml").is_file()
+    if checkout:
+        return f"pip install -e '.[{extra}]'"
+    from importlib.metadata import PackageNotFoundError, requires, version
+
+    try:
+        reqs, ver = requires("electra-csc") or [], version("electra-csc")
+    except PackageNotFoundError:
+        return f"install this package with its '{extra}' extra (from a checkout: pip install '.[{extra}]')"
+    wanted = []
+    for r in reqs:
+        req, _, marker = r.partition(";")
+        clauses = [c.strip() for c in marker.split(" and ")] if marker else []
+        if f'extra == "{extra}"' in clauses:
+            rest = " and ".join(c for c in clauses if c != f'extra == "{extra}"')
+            wanted.append(f"'{req.strip()}{'; ' + rest if rest else ''}'")
+    wheel = f"electra_csc-{ver}-py3-none-any.whl[{extra}]"
+    return f"pip install {' '.join(wanted)} (or reinstall the wheel as '{wheel}')"
 
 
 def missing_extra(error: ModuleNotFoundError, what: str, extra: str) -> str:

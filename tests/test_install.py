@@ -34,7 +34,11 @@ def test_every_installed_package_lives_under_corrector_and_training_stays_out():
     on_disk = {".".join([installed_as[init.parent.relative_to(REPO).parts[0]], *init.parent.relative_to(REPO).parts[1:]])
                for top in installed_as for init in (REPO / top).rglob("__init__.py")}
     assert {"corrector.batch", "corrector.service"} <= on_disk
+    on_disk.add("corrector.service.static")  # the demo page: data only, declared (no build warnings)
     assert on_disk <= listed, f"not in pyproject.toml's packages: {sorted(on_disk - listed)}"
+    bundle = REPO / "data" / "electra_models" / "default"  # its folders are declared (data only): no build warnings
+    folders = {f"corrector.electra_models.default.{d.name}" for d in bundle.iterdir() if d.is_dir()}
+    assert folders | {"corrector.electra_models.default"} <= listed, sorted(folders - listed)
     assert {name.split(".")[0] for name in listed} == {"corrector"}
     assert setuptools["package-dir"] == {"corrector.service": "service", "corrector.electra_models": "data/electra_models"}
 
@@ -108,3 +112,14 @@ def test_the_cpu_runtime_everywhere_and_the_cuda_one_by_the_gpu_extra(installed,
     (gpu,) = [r for r in runtimes if r.name == "onnxruntime-gpu"]
     assert [v for v in ("1.19.2", "1.20.0", "1.26.9", "1.27.0") if gpu.specifier.contains(Version(v))] == \
         ["1.20.0", "1.26.9"]
+
+
+def test_an_extra_is_named_by_what_installs_it():
+    """No index has electra-csc: outside a checkout the hint lists the extra's own requirements (from the installed
+    metadata) and the wheel's name with the extra; in a checkout, the editable install."""
+    from corrector.model_path import install_hint
+
+    hint = install_hint("service", checkout=False)
+    assert "electra-csc[" not in hint and "pip install 'fastapi>=" in hint and ".whl[service]" in hint
+    assert "'tomli>=2; python_version < \"3.11\"'" in install_hint("train", checkout=False)
+    assert install_hint("distributed", checkout=True) == "pip install -e '.[distributed]'"
