@@ -104,6 +104,8 @@ class _Connection(h11.Connection):
             event = super().next_event()
         except h11.RemoteProtocolError as e:
             self.error, self.error_status = str(e), e.error_status_hint
+            if e.error_status_hint == 431:  # the same words however the headers arrived
+                self.error = self.too_large()
             raise
         if isinstance(event, h11.Request):
             names = {name for name, _ in event.headers}
@@ -112,11 +114,17 @@ class _Connection(h11.Connection):
                 raise h11.RemoteProtocolError(self.error, 400)
             size = len(event.method) + len(event.target) + sum(len(n) + len(v) + 4 for n, v in event.headers)
             if size > self.header_limit:  # h11 checks only what is still incomplete: all of it may come at once
-                self.error, self.error_status = f"request headers larger than {self.header_limit} bytes", 431
+                self.error, self.error_status = self.too_large(), 431
                 raise h11.RemoteProtocolError(self.error, 431)
             if self.on_request is not None:
                 self.on_request()
         return event
+
+    def too_large(self) -> str:
+        return f"request headers larger than {self.header_limit} bytes"
+
+
+REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}  # the status lines of protocol errors
 
 
 class _Refusing:
@@ -222,11 +230,11 @@ class GuardedH11Protocol(H11Protocol):
                    (b"connection", b"close")]
         try:
             self.transport.write(self.conn.send(h11.Response(status_code=status, headers=headers,
-                                                             reason=b"Bad Request" if status == 400 else b"")) or b"")
+                                                             reason=REASONS[status].encode("ascii"))) or b"")
             self.transport.write(self.conn.send(h11.Data(data=body)) or b"")
             self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
         except h11.LocalProtocolError:  # h11 cannot frame an answer in this state: write it whole
-            self.transport.write(raw_response(status, "Bad Request", f"invalid HTTP request: {reason}"))
+            self.transport.write(raw_response(status, REASONS[status], f"invalid HTTP request: {reason}"))
         self.transport.close()
 
     # ---- the header timer ------------------------------------------------------------------------

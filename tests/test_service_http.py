@@ -217,6 +217,25 @@ def test_one_client_cannot_hold_every_connection_slot(capfd):
     assert capfd.readouterr().err.count("refused with 503") == 1
 
 
+def test_a_431_says_its_reason_and_the_same_words_however_the_headers_arrived(guarded):
+    """Before: the status line was "HTTP/1.1 431 " (no reason phrase), and headers still incomplete past the limit
+    were answered with h11's own words, headers sent whole with ours."""
+    answers = []
+    for raw in (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_480 + b"\r\n\r\n",  # 20 KiB, whole
+                b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70_000):  # still incomplete
+        with connect(guarded) as s:
+            s.sendall(raw)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += s.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        answers.append((head.split(b"\r\n")[0], json.loads(body[: int(head.lower().split(b"content-length: ")[1]
+                                                                      .split(b"\r\n")[0])])))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == b"HTTP/1.1 431 Request Header Fields Too Large"
+    assert answers[0][1]["detail"] == "invalid HTTP request: request headers larger than 16384 bytes"
+
+
 def test_request_headers_over_the_limit_in_one_segment_get_a_431(guarded):
     """Before: the 16 KiB header limit held only when the headers arrived in pieces; 60 KB sent at once passed."""
     with connect(guarded) as s:
