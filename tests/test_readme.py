@@ -55,6 +55,16 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
+def test_the_cpu_build_of_torch_is_in_the_block_people_copy():
+    """Before: command 2 pulled the CUDA build of torch (several GB) on a CPU-only Linux machine; the CPU line sat in
+    a bullet below the block."""
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index("## Install and quick start"):]
+    block = block[block.index("```bash"): block.index("```", block.index("```bash") + 3)]
+    cpu = block.index("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
+    assert cpu < block.index('pip install torch==2.13.0 && pip install -e ".[train,service,dev,distributed]"')
+
+
 def test_link_finder_sees_links_and_skips_code():
     sample = ROOT / "docs" / "decoder.md"
     found = links(sample)
