@@ -158,3 +158,15 @@ def test_a_missing_data_file_is_one_line_naming_how_to_get_it(tmp_path):
     assert done.returncode == 1
     [line] = done.stderr.strip().splitlines()
     assert "missing" in line and f"python -m training.data.assemble --out {tmp_path / 'data'}" in line
+
+
+def test_list_needs_no_out(capsys):
+    """Before: ``--list`` (which writes nothing) refused to run without ``--out``."""
+    from training.data import assemble
+
+    assemble.main(["--list", "--only", "csc/sighan15_test"])
+    out = capsys.readouterr().out
+    assert out.startswith("csc/sighan15_test.tsv\thttps://github.com/aopolin-lv/ECSpell@")
+    with pytest.raises(SystemExit) as done:
+        assemble.main(["--only", "csc/"])  # writing still needs it
+    assert done.value.code == 2 and "--out is required" in capsys.readouterr().err

@@ -444,3 +444,16 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     (write,) = [c for c in recipe.stage("evidence").commands if c.kind == "write_json"]
     assert write.args == manifest["corrector_defaults"]
     assert args_of(recipe, "export", "training.bundle.export")["cpu-onnx"] == manifest["cpu_onnx"]
+
+
+def test_ctrl_c_says_how_to_resume_in_one_line(tmp_path, capsys, monkeypatch):
+    """Before: Ctrl-C ended a build in a raw traceback."""
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build.Builder, "build", interrupted)
+    data = tiny_data(tmp_path / "data")
+    code = build.main(["--recipe", str(tiny_recipe(tmp_path / "tiny.toml")), "--data", str(data),
+                       "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 130 and err.startswith("interrupted; run the same command again to resume") and "\n" not in err

@@ -364,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
     except RecipeError as e:
         sys.stderr.write(f"error: {e}\n")
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: the stage that ran is not recorded as done, the ones before it are
+        sys.stderr.write("\ninterrupted; run the same command again to resume (finished stages are skipped, "
+                         "pretraining and fine-tuning go on from their last checkpoint)\n")
+        return 130
     return 0
 
 

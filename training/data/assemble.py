@@ -306,7 +306,7 @@ def _pairs_of(entry: dict[str, Any], raw: Path, mirror: str) -> list[tuple[str, 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True, help="the data folder to write (e.g. ../shared/data)")
+    ap.add_argument("--out", type=Path, help="the data folder to write (e.g. ../shared/data); not with --list")
     ap.add_argument("--raw", type=Path, default=None, help="where repositories are cloned (default: OUT/.sources)")
     ap.add_argument("--sources", type=Path, default=SOURCES, help="the sources file (default: training/data/sources.toml)")
     ap.add_argument("--only", action="append", default=[], metavar="PREFIX",
@@ -314,6 +314,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mirror", default=GITHUB, help=f"where repositories are cloned from (default {GITHUB})")
     ap.add_argument("--list", action="store_true", help="print what would be fetched and written, and stop")
     args = ap.parse_args(argv)
+    if args.out is None and not args.list:
+        ap.error("--out is required (the data folder to write), except with --list")
     try:
         entries = load_sources(args.sources)
         chosen = [e for e in entries if not args.only or any(e["out"].startswith(p) for p in args.only)]
