@@ -42,12 +42,18 @@ def logged_path(scope: Scope) -> str:
 
 
 class RequestIdFilter(logging.Filter):
-    """Gives every record ``request_tag``: `` [request ID]`` inside a request, else empty (use it in a
-    format string: ``"%(levelprefix)s %(message)s%(request_tag)s"``)."""
+    """On every handler of the service's logging (``service.cli.log_config``): gives every record ``request_tag``,
+    `` [request ID]`` inside a request, else empty (use it in a format string:
+    ``"%(levelprefix)s %(message)s%(request_tag)s"``); and writes the control characters of any message as escapes
+    (``loggable``), so that no line, whichever logger writes it and whatever path or text it quotes, can break
+    into a forged one."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         rid = current.get()
         record.request_tag = f" [request {rid}]" if rid else ""
+        message = record.getMessage()
+        if _CONTROL.search(message.replace("\\", "")):  # a control character (backslashes alone need nothing)
+            record.msg, record.args = loggable(message), ()
         return True
 
 

@@ -136,6 +136,34 @@ def test_no_request_can_forge_a_log_line_or_colour_the_terminal(caplog):
     assert loggable("GET\r\n\x1b[31m\\") == "GET\\x0d\\x0a\\x1b[31m\\\\"
 
 
+def test_no_logger_can_write_a_forged_line(capfd):
+    """Before: "the client disconnected before the answer", "cancelled by the shutdown" and "unhandled error"
+    wrote the decoded path, so %0d%0a broke the line (issue 61, 2). One filter on every handler of the service's
+    logging escapes the control characters of any message, whichever logger writes it."""
+    import logging.config
+
+    from service.cli import log_config
+
+    names = ("service", "service.access", "corrector", "uvicorn", "uvicorn.error", "uvicorn.access", "")
+    saved = {n: (lg.handlers[:], lg.propagate, lg.level, lg.disabled) for n in names for lg in [logging.getLogger(n)]}
+    try:
+        logging.config.dictConfig(log_config("info"))
+        forged = '/x\r\nINFO:     127.0.0.1:1 - "POST /correct HTTP/1.1" 200 1.0 ms [request forged]\x1b[31m'
+        for name in ("service.metrics", "service.errors", "service", "corrector", "uvicorn.error"):
+            logging.getLogger(name).warning("the client disconnected before the answer: %s", forged)
+        err = capfd.readouterr().err
+        lines = [line for line in err.splitlines() if "disconnected" in line]
+        assert len(lines) == 5 and len(err.strip().splitlines()) == 5, err
+        assert all("/x\\x0d\\x0aINFO:" in line and "\x1b" not in line for line in lines)
+        logging.getLogger("service").info("C:\\path\\file")  # backslashes alone stay as they are
+        assert capfd.readouterr().err.strip().endswith("C:\\path\\file")
+    finally:  # the test process's logging as it was (caplog reads records that propagate)
+        for n, (handlers, propagate, level, disabled) in saved.items():
+            lg = logging.getLogger(n)
+            lg.handlers[:], lg.propagate, lg.disabled = handlers, propagate, disabled
+            lg.setLevel(level)
+
+
 def test_short_keys_are_refused_and_guessing_keys_is_throttled_per_address():
     """Before: any key length was accepted and wrong keys were never limited (1,033 guesses a second; a
     two-character key found in 0.5 s; issue 46, 8)."""
