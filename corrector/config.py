@@ -152,6 +152,20 @@ RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity
                               "protect_kept_words"})
 
 
+class Words(tuple):
+    """``protect``'s words in force: one tuple (a setting like any other), which also keeps the lists it joins, the
+    configured words (a dictionary of 100,000, say) and then a call's own. Each list gets its own matcher, built
+    once (``corrector.guards.CallerWords``): a call's few words never rebuild or rehash the dictionary's."""
+
+    parts: tuple[tuple[str, ...], ...]
+
+    def __new__(cls, *parts: tuple[str, ...]) -> Words:
+        flat = tuple(q for p in parts for q in (p.parts if isinstance(p, Words) else (p,)) if q)
+        self = super().__new__(cls, (w for p in flat for w in p))
+        self.parts = flat
+        return self
+
+
 def in_force(bundle_defaults: Mapping[str, Any] | None = None, ranker_shortlist: Any = None,
              load: Mapping[str, Any] | None = None, call: Mapping[str, Any] | None = None, *,
              loaded: CorrectorConfig | None = None) -> CorrectorConfig:
@@ -170,7 +184,7 @@ def in_force(bundle_defaults: Mapping[str, Any] | None = None, ranker_shortlist:
         raise TypeError("in_force: 'loaded' stands for the bundle's and the load's settings; pass one or the other")
     cfg = loaded.with_overrides(**(call or {}))
     if call and call.get("protect") is not None:
-        cfg = replace(cfg, protect=(*loaded.protect, *cfg.protect))
+        cfg = replace(cfg, protect=Words(loaded.protect, cfg.protect))
     return cfg
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from corrector.config import CorrectorConfig
+from corrector.config import CorrectorConfig, Words
 from corrector.evidence.foreign_names import foreign_name_positions, name_chars
 from corrector.stages import Chunk
 from corrector.text.script import Normalised, mainland_form, regional_form
@@ -82,7 +82,13 @@ class CallerWords(Guard):
     as_written = True
 
     def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
-        return _matcher(cfg.protect).positions(text) if cfg.protect and text else set()
+        if not (cfg.protect and text):
+            return set()
+        parts = cfg.protect.parts if isinstance(cfg.protect, Words) else (cfg.protect,)
+        out: set[int] = set()
+        for words in parts:  # the configured list and a call's own, each matched by its own matcher
+            out |= _matcher_of(words).positions(text)
+        return out
 
 
 class DomainWords(Guard):
@@ -241,10 +247,31 @@ class WordMatcher:
         return out
 
 
-@functools.lru_cache(maxsize=8)
-def _matcher(words: tuple[str, ...]) -> WordMatcher:
-    """The matcher of a settings' word list (a service's dictionary file is matched with one built at its first
-    text; a call's own words add a small list)."""
+SMALL_LIST = 1000  # word lists up to this long are cached by their words; longer ones (dictionaries) by identity
+_large: dict[int, tuple[tuple[str, ...], WordMatcher]] = {}
+_large_lock = threading.Lock()
+
+
+def _matcher_of(words: tuple[str, ...]) -> WordMatcher:
+    """The matcher of one word list. A call's own words (short) are cached by their words. A dictionary (long: the
+    configured words of a Corrector or a service, the same tuple for every call) by the tuple itself, so that it
+    is neither hashed nor built again per text."""
+    if len(words) <= SMALL_LIST:
+        return _small_matcher(tuple(words))
+    with _large_lock:
+        hit = _large.get(id(words))
+        if hit is not None and hit[0] is words:
+            return hit[1]
+    matcher = WordMatcher(words)
+    with _large_lock:
+        if len(_large) >= 8:
+            _large.pop(next(iter(_large)))
+        _large[id(words)] = (words, matcher)  # the tuple is kept: its id cannot be reused while it is here
+    return matcher
+
+
+@functools.lru_cache(maxsize=64)
+def _small_matcher(words: tuple[str, ...]) -> WordMatcher:
     return WordMatcher(words)
 
 

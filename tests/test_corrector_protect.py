@@ -111,3 +111,28 @@ def test_foreign_name_positions():
     assert foreign_name_positions("沙伊夫", chars) == {0, 1, 2}
     assert foreign_name_positions("", chars) == set()
     assert foreign_name_positions("沙伊夫", chars, run=4) == set()
+
+
+def test_a_calls_own_words_never_rebuild_the_configured_dictionarys_matcher(fake_tiny_bundle, monkeypatch):
+    """Before: every distinct per-call list built a matcher over the whole configured dictionary (34 ms for 100,000
+    words) and hashed it for every text (issue 61, 7). Now the dictionary's matcher is built once and a call's
+    words get their own; the positions protected are the same as one list's."""
+    from corrector import guards
+
+    dictionary = [f"词{i:05d}" for i in range(5000)] + ["中国人民银行"]
+    fix = fake_corrector(fake_tiny_bundle, protect=dictionary, **FORCE_EDITS)
+    built = []
+    real = guards.WordMatcher.__init__
+
+    def counting(self, words):
+        built.append(len(tuple(words)))
+        real(self, words)
+
+    monkeypatch.setattr(guards.WordMatcher, "__init__", counting)
+    text = "中国人民银行在北京，张三在上海，李四也在"
+    for call in (["张三"], ["李四"], ["张三", "李四"], ["北京"]):
+        c = fix.correct(text, protect=call)
+        protected = {i for w in ["中国人民银行", *call] for s in range(len(text)) if text.startswith(w, s)
+                     for i in range(s, s + len(w))}
+        assert not edited(c) & protected and edited(c) == set(in_vocab_cjk(text)) - protected
+    assert built.count(len(dictionary)) <= 1 and all(n <= 2 for n in built if n != len(dictionary)), built
