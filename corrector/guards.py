@@ -99,7 +99,7 @@ class DomainWords(Guard):
     def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
         if not (cfg.protect_domain_words and text and tables.domain_words):
             return set()
-        return tables.domain_matcher().positions(text)
+        return _matcher_of(tables.domain_words).positions(text)  # built once: the bundle's list, the same tuple
 
 
 class ForeignNames(Guard):
@@ -185,16 +185,6 @@ class Protections:
         self.name_shares = name_shares
         self.domain_words = domain_words
         self._names: dict[float, frozenset[str]] = {}
-        self._domain: WordMatcher | None = None
-        self._lock = threading.Lock()
-
-    def domain_matcher(self) -> WordMatcher:
-        """The matcher of the domain words, built once (at the first text that needs it)."""
-        if self._domain is None:
-            with self._lock:
-                if self._domain is None:
-                    self._domain = WordMatcher(self.domain_words)
-        return self._domain
 
     def name_chars(self, min_share: float) -> frozenset[str]:
         """The characters ``protect_foreign_names`` counts as a foreign name's (empty when 0 or when the bundle
