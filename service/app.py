@@ -45,6 +45,7 @@ from .routes import (
     demo_router,
     ops_router,
 )
+from .schemas import max_json_values
 from .settings import ServiceSettings
 from .work import SupportsWorkUnits
 
@@ -145,7 +146,7 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     # the first added runs innermost: request ID, metrics, unexpected errors, shutdown guard, access, body guard
     app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES,
-                       timeout=settings.body_timeout_s)
+                       timeout=settings.body_timeout_s, max_values=max_json_values(settings.max_texts))
     keys = settings.keys()
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst) if settings.rate_limit_per_s else None
     if keys or limiter is not None:

@@ -19,6 +19,13 @@ from corrector import Correction, config
 
 MAX_LIST = 1000  # words of a request's protect, pairs of its confusions (a server-wide list: --protect-file)
 Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+
+def max_json_values(max_texts: int) -> int:
+    """The most JSON values a legal request can hold, with room to spare: the object and each setting's value,
+    the texts, a protect list of MAX_LIST words and MAX_LIST confusion pairs (a list and two characters each).
+    ``errors.BodyGuardMiddleware`` refuses a body that holds more before parsing it."""
+    return 1 + 2 * len(config.SETTINGS) + 2 + max_texts + (1 + MAX_LIST) + (1 + 3 * MAX_LIST) + 256
 Char = Annotated[str, StringConstraints(min_length=1, max_length=1)]
 Pair = Annotated[list[Char], Field(min_length=2, max_length=2)]
 

@@ -68,3 +68,26 @@ def test_timeout_is_504_json(forced_corrector):
             status, body = post(c, {"text": "今天"})
             assert status == 504 and body == {"detail": "the correction took longer than 0.1 s"}
             assert 'csc_http_errors_total{kind="timeout",route="/correct"} 1.0' in c.get("/metrics").text
+
+
+def test_a_body_of_more_values_than_a_request_can_hold_is_413_unparsed(forced_corrector, monkeypatch):
+    """Before: 2 MiB of [{"a":1}, ...] were parsed (up to 0.66 CPU-seconds each) before being refused (issue 61, 6).
+    Now a byte scan counts the values first; commas inside a text's string do not count."""
+    from service import errors
+    from service.schemas import max_json_values
+
+    parsed = []
+    real = errors.parse_json
+    monkeypatch.setattr(errors, "parse_json", lambda *a, **k: parsed.append(1) or real(*a, **k))
+    with TestClient(create_app(ServiceSettings(), corrector=forced_corrector)) as c:
+        flood = b"[" + b",".join([b'{"a":1}'] * 200_000) + b"]"
+        r = c.post("/correct", content=flood, headers=JSON)
+        limit = max_json_values(ServiceSettings().max_texts)
+        assert r.status_code == 413 and r.json() == {
+            "detail": f"the request body holds more JSON values than a request can (at most {limit})"}
+        assert parsed == []  # refused before any parsing
+        commas = json.dumps({"text": "好," * 9_000, "protect": ['"x\\\\y"'] * 1000}).encode()  # legal: 10,000 commas
+        ok = c.post("/correct", content=commas, headers=JSON)
+        assert ok.status_code == 200, ok.text
+    # inside strings nothing counts, escaped backslashes and quotes included (the bound: 2 ':', 2 ',', 1 '[', + 1)
+    assert errors.json_values_at_most(b'{"t": "' + b'a\\\\\\"b,c,:[d' * 2000 + b'", "u": [1, 2]}') == 6
