@@ -110,3 +110,21 @@ def test_an_error_is_shown_to_the_person(browser, base_url):
     error = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "error") if
                                              d.find_element(By.ID, "error").is_displayed() else None)
     assert "Error 413" in error.text and "limit is 20000" in error.text
+
+
+def test_no_key_field_without_keys_and_no_old_result_beside_an_error(browser, base_url):
+    """Before: the API key field showed on a server without keys (a label rule beat the hidden attribute), an
+    error left the previous result on screen, and the error named "text 0", an index the page's user never sees
+    (issue 61, 12)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    correct_in_page(browser, base_url, "今天天汽很好", type_it=True)
+    assert not browser.find_element(By.ID, "key-label").is_displayed()
+    assert browser.find_element(By.ID, "result").is_displayed()
+    browser.execute_script("document.getElementById('input').value = 'x'.repeat(20001);")
+    browser.find_element(By.ID, "correct").click()
+    error = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "error") if
+                                             d.find_element(By.ID, "error").is_displayed() else None)
+    assert error.text.startswith("Error 413: the text has 20001 characters") and "text 0" not in error.text
+    assert not browser.find_element(By.ID, "result").is_displayed()

@@ -45,7 +45,8 @@ function render(result) {
 }
 
 function describe(detail) {
-  if (typeof detail === "string") return detail;
+  // the page sends one text: the API's "text 0" is "the text" to the person reading it
+  if (typeof detail === "string") return detail.replace(/^text 0 /, "the text ");
   if (Array.isArray(detail)) return detail.map((d) => d.msg).join("; ");
   return JSON.stringify(detail);
 }
@@ -60,6 +61,7 @@ async function correct(event) {
   if (protect.length) payload.protect = protect;
 
   $("error").hidden = true;
+  $("result").hidden = true;  // an earlier answer never stands beside a new error
   $("correct").disabled = true;
   try {
     const headers = { "Content-Type": "application/json" };
