@@ -59,10 +59,12 @@ class ConnectionLimits:
 
 
 class _Clients:
-    """Open connections per client address on one server, and the refusals not logged yet."""
+    """Open connections per client address on one server, the accepted ones (those the caps count), and the
+    refusals not logged yet."""
 
     def __init__(self) -> None:
         self.open: collections.Counter[str] = collections.Counter()
+        self.accepted = 0
         self.refused = 0
         self.logged_at = -math.inf
 
@@ -177,6 +179,7 @@ class GuardedH11Protocol(H11Protocol):
         conn.header_limit = size if size is not None else DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
         self._clients = _clients.setdefault(server_state, _Clients())
         self._client: str | None = None
+        self._accepted = False  # counted in the server's accepted connections
         self.conn = conn
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = False  # bytes of the next request arrived since the timer started
@@ -187,9 +190,14 @@ class GuardedH11Protocol(H11Protocol):
         self._client = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
         clients = self._clients
         clients.open[self._client] += 1
-        reason = ("server" if len(self.connections) > self._limits.max_connections
+        # only accepted connections count toward the server's cap: one address's refused ones, held idle, never
+        # lock other addresses out (its own count still includes them)
+        reason = ("server" if clients.accepted >= self._limits.max_connections
                   else "client" if clients.open[self._client] > self._limits.max_connections_per_client else None)
-        if reason is not None:
+        if reason is None:
+            self._accepted = True
+            clients.accepted += 1
+        else:
             self.app = _Refusing(self.app, reason)
             clients.refused += 1
             now = self.loop.time()
@@ -203,6 +211,9 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
+        if self._accepted:
+            self._clients.accepted -= 1
+            self._accepted = False
         if self._client is not None:
             self._clients.open[self._client] -= 1
             if self._clients.open[self._client] <= 0:

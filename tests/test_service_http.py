@@ -331,3 +331,20 @@ def test_a_body_of_half_a_million_tiny_objects_neither_stalls_the_server_nor_lis
         r = conn.getresponse()
         detail = json.loads(r.read())["detail"]
         assert r.status == 422 and len(detail) == MAX_ERRORS + 1 and detail[-1]["type"] == "too_many_errors"
+
+
+def test_refused_connections_held_idle_lock_no_other_address_out():
+    """Before: a connection over the per-address cap stayed open until a request or the header timeout and still
+    counted toward the server's cap, so one address holding 300 idle sockets left others 503s (issue 61, 1). Now
+    only accepted connections count toward the server's cap."""
+    with in_thread(Echo(), header_timeout_s=10.0, max_connections=6, max_connections_per_client=3) as address:
+        held = [connect(address) for _ in range(10)]  # 3 accepted, 7 refused, all idle
+        try:
+            time.sleep(0.3)
+            for _ in range(3):  # another address: the server holds 3 accepted connections of 6
+                with socket.create_connection(address, timeout=10, source_address=("127.0.0.2", 0)) as other:
+                    other.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    assert read_response(other)[0] == 200
+        finally:
+            for s in held:
+                s.close()
