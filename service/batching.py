@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import statistics
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -52,15 +51,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corrector import Correction, Edit
+from corrector.text.chars import is_cjk
 
-from .cost import Admission, admit, cost_factor
+from .cost import Admission, AdmissionSpeed, admit, cost_factor
 from .schemas import CorrectOptions
 from .work import PreparedWork, SupportsWorkUnits
 
 log = logging.getLogger(__name__)
 
 BatchObserver = Callable[[int, float], None]  # called with the chunks and the seconds of every model call
-RATE_SAMPLES = 32  # the admission speed is the median over this many recent units (and the start-up measurement)
 PROBE = 0.25  # a long request's first unit, in units: its text may be far dearer than the expected speed
 PREPARE_THREADS = 2  # a small request is never prepared behind one long text
 INLINE_CHARS = 500  # a request this small is prepared and assembled on the event loop (a few milliseconds at most)
@@ -211,7 +210,7 @@ class Runner:
         self.rate = rate
         self.share = share
         self.adapt_rate = adapt_rate and rate is not None
-        self._rates: deque[float] = deque([rate] if rate else [], maxlen=RATE_SAMPLES)
+        self._speed = AdmissionSpeed(rate) if rate else None
         self._executor: ThreadPoolExecutor | None = None
         self._preparer: ThreadPoolExecutor | None = None
         self._reserved: dict[int, tuple[float, float]] = {}  # id of an admitted plan being prepared -> (model
@@ -478,13 +477,13 @@ class Runner:
     def _observe_rate(self, unit: _Unit, seconds: float) -> None:
         """With ``adapt_rate``, the admission speed follows the model as the server runs: the median cost characters
         per second of the recent units planned to take at least half a unit's time (a smaller one measures mostly
-        the call's overhead)."""
+        the call's overhead), of chunks with a Chinese character only (the model reads no other; ``AdmissionSpeed``)."""
         if not self.adapt_rate or seconds <= 0 or unit.seconds < self.unit_seconds / 2:
             return
-        cost = sum(len(r.prepared.chunks[i].text) * r.factor for r, taken in unit.parts for i in taken)
-        if cost > 0:
-            self._rates.append(cost / seconds)
-            self.rate = statistics.median(self._rates)
+        cost = sum(len(c.text) * r.factor for r, taken in unit.parts for i in taken
+                   if any(map(is_cjk, (c := r.prepared.chunks[i]).text)))
+        if cost > 0 and self._speed is not None:
+            self.rate = self._speed.add(cost / seconds)
 
 
 class MicroBatcher(Runner):

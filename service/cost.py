@@ -15,7 +15,9 @@ within their deadlines.
 from __future__ import annotations
 
 import math
+import statistics
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,8 @@ from corrector.config import CorrectorConfig, in_force
 # generator candidate beyond the default top_k about 1/400 (shortlist 1000: x7.5, with top_k 1000: x11).
 SHORTLIST_STEP = 128.0
 TOP_K_STEP = 400.0
+RATE_SAMPLES = 32  # the admission speed is the median over this many recent units (and the start-up measurement)
+RATE_BAND = 4.0  # a unit's speed counts as at most this many times faster or slower than the start-up one
 
 CALIBRATION_TEXT = (
     "今天天汽很好，我们去公园散步吧。他以经知道自己错了。这件事情没有那么简单，我们需要从长计议。"
@@ -58,6 +62,21 @@ def measure_rate(correct_batch: Callable[[list[str]], Any], chars: int = 1000) -
         correct_batch([text])
         best = min(best, time.perf_counter() - t0)
     return chars / max(best, 1e-6)
+
+
+class AdmissionSpeed:
+    """The speed admission judges requests by, as the server runs (``Runner(adapt_rate=True)``): the median of the
+    start-up measurement and the recent units' speeds, each held within ``RATE_BAND`` of the start-up one, so that
+    no client can set the speed that others are judged by (units it fills with what costs the model nothing, say)."""
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self._samples: deque[float] = deque([start], maxlen=RATE_SAMPLES)
+
+    def add(self, chars_per_s: float) -> float:
+        """The speed with one more unit's sample."""
+        self._samples.append(min(max(chars_per_s, self.start / RATE_BAND), self.start * RATE_BAND))
+        return statistics.median(self._samples)
 
 
 @dataclass(frozen=True)

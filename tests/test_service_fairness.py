@@ -407,6 +407,29 @@ def test_small_and_long_requests_get_their_turn_over_http():
         assert all(s == 200 for c in clients for s in c.result())
 
 
+class ChineseOnly(Dear):
+    """Like the model: time only for the chunks that hold a Chinese character (it reads no other)."""
+
+    def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
+        from corrector.text.chars import is_cjk
+
+        return super().correct_batch([t if any(map(is_cjk, t)) else "" for t in texts]) and [
+            Correction(t, t, []) for t in texts]
+
+
+def test_no_client_can_set_the_admission_speed():
+    """Before: 40 requests of 1,000 ASCII characters (no model work) moved the speed from about 7,900 to 55 million
+    characters a second, and 8 long texts were then all admitted (issue 61, 3). Now only chunks with a Chinese
+    character count, and each sample is held within RATE_BAND of the start-up speed."""
+    from service.cost import RATE_BAND, AdmissionSpeed
+
+    runner = DirectRunner(ChineseOnly(per_char=1e-4), max_batch_chars=1000, rate=10_000, adapt_rate=True)
+    finish(runner, ["hello world, " * 77] * 40)  # 1,001 characters each, nothing for the model
+    assert runner.rate == pytest.approx(10_000)
+    speed = AdmissionSpeed(10_000)
+    assert [speed.add(1e9) for _ in range(3)][-1] == 10_000 * RATE_BAND  # a sample counts at most 4x
+
+
 def test_the_admission_speed_follows_the_model_as_the_server_runs():
     """Before: the speed was measured once at start-up (1,823 to 4,063 characters/s over 12 starts), so one replica
     refused a text another admitted. Now, unless pinned, it is the median of the recent units' measured speeds."""
