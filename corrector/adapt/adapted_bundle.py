@@ -28,8 +28,9 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -97,8 +98,8 @@ def adapt_bundle(base: Path, lines: Sequence[str], out: Path, *, prune: Sequence
                  log=print) -> dict:
     """Write ``base`` adapted to ``lines`` into ``out``; the facts recorded in its manifest are returned."""
     from corrector import Corrector
-    from corrector.adapt.domain_words import new_words
-    from corrector.adapt.interpolate import adapt, held_out
+    from corrector.adapt.domain_words import counted, kept_words
+    from corrector.adapt.interpolate import adapt, split
     from corrector.bundle import DOMAIN_WORDS, LM_DIR, RANKER, Bundle
 
     t0 = time.time()
@@ -111,8 +112,7 @@ def adapt_bundle(base: Path, lines: Sequence[str], out: Path, *, prune: Sequence
     if len(lines) < 2:
         raise SystemExit("adapt needs at least two lines of text")
     every = max(2, math.ceil(len(lines) / MAX_HELD_OUT))
-    held = held_out(lines, every)
-    train = [x for i, x in enumerate(lines) if (i + 1) % every]
+    held = split(lines, every)[1]
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(base, tmp)
@@ -122,8 +122,11 @@ def adapt_bundle(base: Path, lines: Sequence[str], out: Path, *, prune: Sequence
             shutil.rmtree(tmp / LM_DIR)
             lm_facts = adapt(lines, bundle.file(LM_DIR), tmp / LM_DIR, prune, every, weight, without, log=log)
             log(f"the text's words that jieba's dictionary lacks (at least {min_count} times)")
-            words = new_words(lines, min_count, progress=sys.stderr.isatty())
-            held_words = [w for w, _ in new_words(train, min_count)]
+            # jieba reads the text once: the words of the lines counted for the threshold are all less the held-out
+            all_words, all_chars = counted(lines, progress=sys.stderr.isatty())
+            held_counts, held_chars = counted(held)
+            words = kept_words(all_words, all_chars, min_count)
+            counted_words = [w for w, _ in kept_words(all_words - held_counts, all_chars - held_chars, min_count)]
             log(f"  {len(words):,} words" + (f", e.g. {'、'.join(w for w, _ in words[:8])}" if words else ""))
             log(f"the threshold, on {len(held):,} held-out lines")
             fixer = Corrector.load(base)
@@ -133,7 +136,7 @@ def adapt_bundle(base: Path, lines: Sequence[str], out: Path, *, prune: Sequence
             top = fixer.ranker.pick(True).calibration[1][-1]
             grid = [t for t in grid if t <= top]
             base_changed = changed_lines(fixer, held, [None])[0]
-            adapted = fixer.with_lm(without).with_domain_words(held_words)
+            adapted = fixer.with_lm(without).with_domain_words(counted_words)
             changed = changed_lines(adapted, held, grid)
             threshold = choose_threshold(base_changed, changed, grid)
             at_base = changed[int(np.argmin([abs(t - t_base) for t in grid]))] if grid else 0
@@ -224,18 +227,16 @@ class _Steps:
     def __init__(self) -> None:
         from tqdm import tqdm
 
-        self.bar: Iterator | None = tqdm(total=7, desc="adapt", file=sys.stderr, leave=False,
-                                         disable=not sys.stderr.isatty(), bar_format="{desc} {bar} {n}/{total}")
+        self.bar: Any = tqdm(total=7, desc="adapt", file=sys.stderr, leave=False, disable=not sys.stderr.isatty(),
+                             bar_format="{desc} {bar} {n}/{total}")
 
     def __call__(self, msg: str) -> None:
-        bar = self.bar
-        if bar is not None and not bar.disable:  # type: ignore[attr-defined]
-            bar.write(msg, file=sys.stderr)  # type: ignore[attr-defined]
-            bar.update(1)  # type: ignore[attr-defined]
-        else:
+        if self.bar.disable:
             sys.stderr.write(msg + "\n")
             sys.stderr.flush()
+        else:
+            self.bar.write(msg, file=sys.stderr)
+            self.bar.update(1)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()  # type: ignore[attr-defined]
+        self.bar.close()

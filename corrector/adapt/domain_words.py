@@ -27,22 +27,33 @@ def new_words(lines: Sequence[str], min_count: int = MIN_COUNT, max_words: int =
               min_cohesion: float = MIN_COHESION, progress: bool = False) -> list[tuple[str, int]]:
     """(word, count) of the frequent, cohesive words of ``lines`` that jieba's dictionary lacks, most frequent
     first (ties: the word's code points). ``progress``: a bar on stderr (jieba reads about 0.4M characters a second)."""
+    return kept_words(*counted(lines, progress), min_count, max_words, min_cohesion)
+
+
+def counted(lines: Sequence[str], progress: bool = False) -> tuple[Counter[str], Counter[str]]:
+    """(how often each new word of ``lines`` occurs, how often each character does). Each line is segmented on
+    its own, so the counts of some lines are those of all less those of the rest."""
     from tqdm import tqdm
 
     from corrector.evidence.dictionary import tokenizer
 
     tok = tokenizer()
     known = tok.FREQ
-    counts: Counter[str] = Counter()
+    words: Counter[str] = Counter()
+    chars: Counter[str] = Counter()
     for line in tqdm(lines, desc="words", unit=" lines", disable=not progress, leave=False, mininterval=1.0):
+        chars.update(line)
         for w in tok.lcut(line, HMM=True):
             if len(w) in LENGTHS and not known.get(w) and all(is_cjk(c) for c in w):
-                counts[w] += 1
-    chars: Counter[str] = Counter()
-    for line in lines:
-        chars.update(line)
+                words[w] += 1
+    return words, chars
+
+
+def kept_words(words: Counter[str], chars: Counter[str], min_count: int = MIN_COUNT, max_words: int = MAX_WORDS,
+               min_cohesion: float = MIN_COHESION) -> list[tuple[str, int]]:
+    """``new_words`` from the counts of ``counted``."""
     total = max(1, sum(chars.values()))
-    kept = [(w, c) for w, c in counts.items() if c >= min_count and cohesion(w, c, chars, total) >= min_cohesion]
+    kept = [(w, c) for w, c in words.items() if c >= min_count and cohesion(w, c, chars, total) >= min_cohesion]
     kept.sort(key=lambda wc: (-wc[1], wc[0]))
     return kept[:max_words]
 

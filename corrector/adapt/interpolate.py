@@ -14,6 +14,7 @@ the two models' probabilities of its characters), the text's model counted witho
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from corrector.evidence.char_lm import BOS, N_SPECIALS, PAD, CharLM, CharLMBase
+from corrector.evidence.char_lm_base import pack, unpack
 from corrector.evidence.char_lm_estimate import (
     UNIGRAM_BOS_LOGPROB,
     Tables,
@@ -39,20 +41,6 @@ CHUNK = 1_000_000  # windows scored per call
 MAX_WEIGHT = 0.95  # the chosen weight of the text's model at most: the base LM always keeps a share
 
 
-def pack(ids: np.ndarray, base: int) -> np.ndarray:
-    """Packed keys of (M, k) ids, first id most significant (``char_lm_estimate``'s keys)."""
-    key = np.zeros(ids.shape[0], dtype=np.uint64)
-    for j in range(ids.shape[1]):
-        key = key * np.uint64(base) + ids[:, j].astype(np.uint64)
-    return key
-
-
-def unpack(keys: np.ndarray, k: int, base: int) -> np.ndarray:
-    """(M, k) ids of packed keys."""
-    B = np.uint64(base)
-    return np.stack([(keys // B ** np.uint64(k - 1 - j)) % B for j in range(k)], axis=1).astype(np.int32)
-
-
 def text_tables(lines: Sequence[str], lm: CharLMBase, prune: Sequence[int]) -> tuple[Tables, np.ndarray]:
     """The KN model of ``lines`` in ``lm``'s vocabulary (its other characters are <unk>) and order, pruned by raw
     count per order as the LM builder prunes; and the count of every id in the text."""
@@ -68,8 +56,6 @@ def text_tables(lines: Sequence[str], lm: CharLMBase, prune: Sequence[int]) -> t
 def write_tables(out: Path, t: Tables, like: CharLMBase, vocab_counts: np.ndarray, quant: int = 8) -> dict:
     """``t`` in ``like``'s vocabulary, written in its format (``quant`` 0: the hashed tables, unquantised, exact);
     the meta written to ``out/meta.json`` is returned."""
-    import json
-
     cps = like.codepoints[N_SPECIALS:]
     counts = vocab_counts[N_SPECIALS:]
     if like.meta.get("format") == NODES and quant:
@@ -189,14 +175,13 @@ def adapt(lines: Sequence[str], base_dir: Path, out: Path, prune: Sequence[int],
     Every ``holdout_every``-th line is held out of the text's model that the weight is chosen with (``weight``
     None: by EM on those of them that no other line repeats, at most ``MAX_WEIGHT``); ``out`` interpolates the model of every line. ``without``: also write there the
     interpolation of the model without the held-out lines (to judge decoding on them)."""
-    import json
-
     base = CharLM.load(base_dir)
     if len(prune) != base.order:
         raise ValueError(f"prune needs {base.order} counts (one per order of the base LM), got {len(prune)}")
-    train = [x for i, x in enumerate(lines) if holdout_every <= 0 or (i + 1) % holdout_every]
+    train, held = split(lines, holdout_every)
     seen = set(train)
-    held = [x for x in held_out(lines, holdout_every) if x not in seen]  # a repeated line would favour the text
+    held = [x for x in held if x not in seen]  # a repeated line would favour the text
+    known = base_counts(base)
     win = heldout_windows(held, base.lut, base.order)
     lp_base = window_logprobs(base, win)
     ppl_base = math.exp(-float(lp_base.mean())) if lp_base.size else float("nan")
@@ -214,14 +199,14 @@ def adapt(lines: Sequence[str], base_dir: Path, out: Path, prune: Sequence[int],
                 ppl_text, ppl_mixed = math.exp(-float(lp_text.mean())), mixed_perplexity(lp_text, lp_base, lam)
             if without is not None:
                 mixed = mix_tables(base, text_lm, t, lam)
-                write_tables(without, mixed, base, base_counts(base) + counts, quant=_quant(base))
+                write_tables(without, mixed, base, known + counts, quant=_quant(base))
         log(f"weight of the text's model: {lam:.3f} (held-out perplexity: base {ppl_base:.1f}, the text's model "
             f"{ppl_text:.1f}, interpolated {ppl_mixed:.1f})")
         log(f"the text's model over all {len(lines):,} lines, interpolated")
         t, counts = text_tables(lines, base, prune)
         write_tables(Path(tmp) / "text", t, base, counts, quant=0)
         mixed = mix_tables(base, CharLM.load(Path(tmp) / "text"), t, lam)
-    meta = write_tables(out, mixed, base, base_counts(base) + counts, quant=_quant(base))
+    meta = write_tables(out, mixed, base, known + counts, quant=_quant(base))
     facts = {
         "weight": round(lam, 4),
         "prune": list(prune),
@@ -240,9 +225,11 @@ def adapt(lines: Sequence[str], base_dir: Path, out: Path, prune: Sequence[int],
     return facts
 
 
-def held_out(lines: Sequence[str], every: int) -> list[str]:
-    """Every ``every``-th line (none when ``every`` <= 0)."""
-    return list(lines[every - 1::every]) if every > 0 else []
+def split(lines: Sequence[str], every: int) -> tuple[list[str], list[str]]:
+    """(the lines counted, every ``every``-th line held out); none held out when ``every`` <= 0."""
+    if every <= 0:
+        return list(lines), []
+    return [x for i, x in enumerate(lines) if (i + 1) % every], list(lines[every - 1::every])
 
 
 def _quant(lm: CharLMBase) -> int:

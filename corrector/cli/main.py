@@ -90,17 +90,17 @@ def version_line(model: str | None = None) -> str:
 
 def model_shape(model: str | None) -> str | None:
     """"model NAME VERSION: discriminator L x H, generator L x H" from the bundle's JSON files (no network loads)."""
+    from corrector.bundle import Bundle
     from corrector.model_path import default_model_path
 
-    root = Path(model) if model else default_model_path()
     try:
-        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-        nets = {role: json.loads((root / role / "config.json").read_text(encoding="utf-8"))
-                for role in ("discriminator", "generator") if (root / role / "config.json").is_file()}
-    except (OSError, ValueError):
+        bundle = Bundle.load(Path(model) if model else default_model_path())
+        nets = {role: json.loads(bundle.file(f"{role}/config.json").read_text(encoding="utf-8"))
+                for role in ("discriminator", "generator") if bundle.file(f"{role}/config.json").is_file()}
+    except (CorrectorError, OSError, ValueError):
         return None
     shapes = ", ".join(f"{role} {c.get('num_hidden_layers')} x {c.get('hidden_size')}" for role, c in nets.items())
-    return f"model {manifest.get('name')} {manifest.get('version')}" + (f": {shapes}" if shapes else "")
+    return f"model {bundle.name} {bundle.version}" + (f": {shapes}" if shapes else "")
 
 
 def main(argv: list[str] | None = None) -> None:

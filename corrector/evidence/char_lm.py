@@ -48,6 +48,7 @@ from corrector.evidence.char_lm_base import (
     FloatArray,
     IntArray,
     U64Array,
+    unpack,
 )
 from corrector.evidence.char_lm_vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, UNK, token_name
 from corrector.types import CorrectorError
@@ -285,7 +286,6 @@ class CharLM(CharLMBase):
             packed = keys[sel] - lo
             srt = np.argsort(packed)
             sel, packed = sel[srt], packed[srt]
-            ids = np.stack([(packed // np.uint64(V ** (k - 1 - j))) % np.uint64(V) for j in range(k)], axis=1)
-            out[k] = (ids.astype(np.int32), self._value(True, k, ix[sel]), self._value(False, k, ix[sel]))
+            out[k] = (unpack(packed, k, V), self._value(True, k, ix[sel]), self._value(False, k, ix[sel]))
         return out
 

@@ -23,6 +23,21 @@ FloatArray = npt.NDArray[np.float32]
 U64Array = npt.NDArray[np.uint64]
 
 
+def pack(ids: npt.ArrayLike, base: int) -> U64Array:
+    """The packed keys of (M, k) ids, first id most significant: sum_j ids_j * base^(k-1-j) (the builder's keys)."""
+    a = np.asarray(ids)
+    key = np.zeros(a.shape[0], dtype=np.uint64)
+    for j in range(a.shape[1]):
+        key = key * np.uint64(base) + a[:, j].astype(np.uint64)
+    return key
+
+
+def unpack(keys: U64Array, k: int, base: int) -> IntArray:
+    """The (M, k) ids of packed k-gram keys (``pack``'s inverse)."""
+    B = np.uint64(base)
+    return np.stack([(keys // B ** np.uint64(k - 1 - j)) % B for j in range(k)], axis=1).astype(np.int32)
+
+
 class CharLMBase:
     """A loaded character n-gram LM: load one with ``CharLM.load(dir)``, whatever its format."""
 

@@ -19,6 +19,7 @@ from typing import IO
 import numpy as np
 
 from corrector.evidence.char_lm import BOS, N_SPECIALS, SPECIALS, UNK, CharLM, key_offsets, token_name
+from corrector.evidence.char_lm_base import pack
 
 LN10 = math.log(10.0)
 ARPA_BOS_LOG10 = -99.0
@@ -79,13 +80,6 @@ def read_arpa(path: Path) -> tuple[int, list[list[tuple[float, tuple[str, ...], 
 def _lookup(keys: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pos = np.minimum(np.searchsorted(keys, q), max(keys.size - 1, 0))
     return (keys[pos] == q) if keys.size else np.zeros(q.size, dtype=bool), pos
-
-
-def pack(ids: np.ndarray, base: int) -> np.ndarray:
-    key = np.zeros(ids.shape[0], dtype=np.uint64)
-    for j in range(ids.shape[1]):
-        key = key * np.uint64(base) + ids[:, j].astype(np.uint64)
-    return key
 
 
 def backoff_logprob(keys: list[np.ndarray], logp: list[np.ndarray], logbow: list[np.ndarray],
