@@ -131,23 +131,27 @@ class Corrector:
         """This Corrector over another character LM (a path as for ``load``; None: without one), sharing
         the ONNX sessions and every other table: the folds of cross-fitting differ only in their LM."""
         char_lm = _load_lm(Path(lm)) if lm is not None else None
-        return Corrector(self.bundle, self.networks, self.tables, self.config, self.evidence.with_lm(char_lm),
-                         self.ranker, self.protections.name_shares, self.protections.domain_words)
+        return self._derived(evidence=self.evidence.with_lm(char_lm))
 
     def with_candidates(self, candidates: str | Path) -> Corrector:
         """This Corrector over another candidate table (a ``training.evidence.candidates`` folder: the counts of another
         set of real pairs, with their kept word forms and name shares), sharing the ONNX sessions, the LM and every
         other table: the folds of cross-fitting."""
         table, counts, names = _candidate_folder(Path(candidates))
-        evidence = self.evidence.with_candidates(table, counts)
-        return Corrector(self.bundle, self.networks, self.tables, self.config, evidence, self.ranker, names,
-                         self.protections.domain_words)
+        return self._derived(evidence=self.evidence.with_candidates(table, counts), name_shares=names)
 
     def with_domain_words(self, words: Sequence[str]) -> Corrector:
         """This Corrector keeping another list of domain words as written (``protect_domain_words``), sharing
         everything else."""
-        return Corrector(self.bundle, self.networks, self.tables, self.config, self.evidence, self.ranker,
-                         self.protections.name_shares, tuple(words))
+        return self._derived(domain_words=tuple(words))
+
+    def _derived(self, evidence: Evidence | None = None, name_shares: dict[str, float] | None = None,
+                 domain_words: tuple[str, ...] | None = None) -> Corrector:
+        """A new Corrector with these parts in place of this one's, sharing the others (the ONNX sessions first)."""
+        return Corrector(self.bundle, self.networks, self.tables, self.config,
+                         self.evidence if evidence is None else evidence, self.ranker,
+                         self.protections.name_shares if name_shares is None else name_shares,
+                         self.protections.domain_words if domain_words is None else domain_words)
 
     @property
     def name(self) -> str:

@@ -161,8 +161,8 @@ class Script(Guard):
         return None
 
 
-GUARDS: tuple[Guard, ...] = (CallerWords(), DomainWords(), ForeignNames(), DictionaryWords(), RegionalForms(), UnreliablePairs(),
-                             Script())
+GUARDS: tuple[Guard, ...] = (CallerWords(), DomainWords(), ForeignNames(), DictionaryWords(), RegionalForms(),
+                             UnreliablePairs(), Script())
 NAMED: dict[str, Guard] = {g.name: g for g in GUARDS}
 
 

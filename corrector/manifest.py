@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -59,3 +60,12 @@ class Manifest:
         self.files = sorted(str(p.relative_to(root)) for p in root.rglob("*")
                             if p.is_file() and p.name != MANIFEST)
         (root / MANIFEST).write_text(self.to_json(), encoding="utf-8")
+
+
+def finish_bundle(tmp: Path, out: Path, manifest: Manifest) -> None:
+    """Write the manifest of the bundle built at ``tmp`` and move it into place at ``out`` (replacing what is there),
+    so that a failed build never leaves a half-written bundle at ``out`` (the export, ``corrector adapt``)."""
+    manifest.write(tmp)
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)

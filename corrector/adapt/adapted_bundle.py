@@ -101,6 +101,7 @@ def adapt_bundle(base: Path, lines: Sequence[str], out: Path, *, prune: Sequence
     from corrector.adapt.domain_words import counted, kept_words
     from corrector.adapt.interpolate import adapt, split
     from corrector.bundle import DOMAIN_WORDS, LM_DIR, RANKER, Bundle
+    from corrector.manifest import finish_bundle
 
     t0 = time.time()
     bundle = Bundle.load(base)
@@ -162,10 +163,7 @@ def adapt_bundle(base: Path, lines: Sequence[str], out: Path, *, prune: Sequence
         manifest.ranker = {**manifest.ranker, "threshold": threshold}
         manifest.provenance = {**manifest.provenance, "adapted": facts}
         manifest.name = out.name
-        manifest.write(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
+        finish_bundle(tmp, out, manifest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return facts

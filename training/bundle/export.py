@@ -31,7 +31,7 @@ from corrector.bundle import (
     sha256_file,
 )
 from corrector.evidence.dictionary import write_word_table
-from corrector.manifest import Manifest
+from corrector.manifest import Manifest, finish_bundle
 from corrector.text.tokenize import read_vocab_list
 from corrector.types import CorrectorError
 
@@ -117,7 +117,7 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
         write_word_table(tmp, tmp / VOCAB, manifest.vocab_sha256)  # jieba's words, read fast at start-up
         if evidence is not None:
             evidence.copy_into(tmp, manifest)
-        _finish(tmp, out, manifest)
+        finish_bundle(tmp, out, manifest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest
@@ -152,14 +152,6 @@ class Evidence:
             manifest.ranker = {"threshold": r["threshold"], "threshold_no_lm": r["threshold_no_lm"], **r.get("meta", {})}
 
 
-def _finish(tmp: Path, out: Path, manifest: Manifest) -> None:
-    """List the files, write the manifest, and move the bundle into place."""
-    manifest.write(tmp)
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
-
-
 def portable(provenance: dict) -> dict:
     """Provenance or metrics without this machine's paths: an absolute path keeps only its last component."""
     def clean(v):
@@ -187,7 +179,7 @@ def update_bundle(bundle: Path, evidence: Evidence, metrics: dict | None = None,
             manifest.metrics = portable(metrics)
         if corrector_defaults is not None:
             manifest.corrector_defaults = corrector_defaults
-        _finish(tmp, bundle, manifest)
+        finish_bundle(tmp, bundle, manifest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest
