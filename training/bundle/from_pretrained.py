@@ -62,6 +62,7 @@ def char_counts(base: Bundle) -> dict[str, int]:
 def build(discriminator: Path, generator: Path, out: Path, data: Path, base_dir: Path, holdout: int = 1000,
           name: str | None = None) -> dict:
     """Write the zero-shot bundle; its manifest's ``provenance`` is returned."""
+    from training.data.pair_files import write_pairs
     from training.data.splits import dev_pairs
     from training.fitting import fit
 
@@ -80,8 +81,8 @@ def build(discriminator: Path, generator: Path, out: Path, data: Path, base_dir:
                  max_seq_len=min(128, disc.config.max_position_embeddings))
     with tempfile.TemporaryDirectory(prefix="csc-pretrained-") as tmp:
         dev, counted = Path(tmp) / "dev_split.tsv", Path(tmp) / "none.tsv"
-        dev.write_text("".join(f"{s}\t{t}\n" for s, t in dev_pairs(data, holdout)), encoding="utf-8")
-        counted.write_text("", encoding="utf-8")
+        write_pairs(dev, dev_pairs(data, holdout))
+        write_pairs(counted, [])
         ranker = Path(tmp) / "ranker.json"
         # the dev split's pairs are in none of the base bundle's counts: they are fitted on as --synthetic-pairs
         # are (not counted leave-one-out), and no counted real pair joins them
