@@ -31,8 +31,10 @@ So a small request (one unit) sent while any legal request runs waits for the un
 one unit of the long requests, and the fresh requests ahead of it that could not share its unit. A request
 whose caller has gone (timed out, disconnected) gets no further units: work that is cancelled is never
 started. ``service/cost.py`` decides beforehand whether a request can finish within its timeout; after each
-unit, a request that the measured speed of its own text shows cannot finish in time is ended at once
-(``TooSlow``) instead of running into its timeout.
+unit every admitted request is judged again the same way (``cost.overdue``), with the speed measured over its own
+units (never on its probe alone) and the model's measured share of wall time, in the order admitted: one that
+cannot finish in time beside those admitted before it is ended at once (``TooSlow``) instead of running into its
+timeout.
 
 ``DirectRunner`` never mixes requests (each unit holds one request's chunks). Requests with different
 decoding settings are never mixed in one call.
@@ -47,144 +49,25 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from corrector import Correction, Edit
 from corrector.text.chars import is_cjk
 
-from .cost import Admission, AdmissionSpeed, admit, cost_factor
+from .admitted import Admitted, Plan, Refused, ServiceClosing, TooSlow, Unit
+from .cost import Admission, AdmissionSpeed, admit, cost_factor, overdue
 from .schemas import CorrectOptions
-from .work import PreparedWork, SupportsWorkUnits
+from .work import SupportsWorkUnits
+
+__all__ = ["DirectRunner", "MicroBatcher", "Plan", "Refused", "Runner", "ServiceClosing", "TooSlow"]
 
 log = logging.getLogger(__name__)
 
 BatchObserver = Callable[[int, float], None]  # called with the chunks and the seconds of every model call
 PROBE = 0.25  # a long request's first unit, in units: its text may be far dearer than the expected speed
 PREPARE_THREADS = 2  # a small request is never prepared behind one long text
+BUSY_WINDOW_S = 10.0  # the model's utilisation is measured over at most this much recent time
 INLINE_CHARS = 500  # a request this small is prepared and assembled on the event loop (a few milliseconds at most)
-
-
-class ServiceClosing(Exception):
-    """Raised to requests that arrive after shutdown began."""
-
-
-class Refused(Exception):
-    """A request refused before any work: it cannot finish within its timeout at the measured rate, alone
-    (``busy`` False: too costly for this server) or beside the work already admitted (``busy`` True)."""
-
-    def __init__(self, admission: Admission, cost: float, timeout: float, rate: float, share: float):
-        self.admission, self.cost, self.timeout, self.rate, self.share = admission, cost, timeout, rate, share
-        self.busy = admission.alone_s <= timeout
-        super().__init__(self.message())
-
-    def message(self) -> str:
-        budget = self.timeout * self.share
-        need = f"{self.cost:,.0f} cost characters (characters x the settings' cost factor)"
-        if self.busy:
-            return (f"the service is busy: this request needs {need}, and beside the work already admitted it "
-                    f"could not finish within the {self.timeout:g} s timeout; retry later")
-        return (f"this request needs {need}, about {self.cost / self.rate:.1f} s of model time at the measured "
-                f"{self.rate:,.0f} per second; the budget is {budget:g} s ({self.share:g} of the {self.timeout:g} s "
-                f"timeout), that is {self.rate * budget:,.0f} cost characters")
-
-
-class TooSlow(Exception):
-    """An admitted request whose own text corrects so slowly that the rest cannot finish in time: ended after
-    a unit instead of running into its timeout."""
-
-    def __init__(self, speed: float, left: int, seconds_left: float, timeout: float):
-        super().__init__(
-            f"this text corrects slowly: at the speed measured on it, about {speed:,.0f} characters per second, "
-            f"the remaining {left:,} characters need about {left / speed:.1f} s, more than the {max(0.0, seconds_left):.1f} s "
-            f"left of the {timeout:g} s timeout; send less text at once")
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A request's size before any work: its characters, the settings' cost factor, and its cost in cost
-    characters (characters times the factor)."""
-
-    chars: int
-    factor: float
-
-    @property
-    def cost(self) -> float:
-        return self.chars * self.factor
-
-
-@dataclass(eq=False)
-class _Request:
-    prepared: PreparedWork
-    options: CorrectOptions
-    future: asyncio.Future[list[Correction]]
-    since: float  # loop time when it was queued
-    deadline: float  # loop time by which it must be answered (inf: none)
-    timeout: float
-    factor: float  # the cost factor of its settings
-    expected: float  # characters per second expected for its settings (rate / cost factor)
-    many_units: bool  # it needs more than one unit
-    speed: float = 0.0  # characters per second: expected, then as measured on its own units
-    edits: list[Sequence[Edit] | None] = field(default_factory=list)  # per chunk, once corrected
-    next: int = 0  # the first chunk not handed out
-    finished: int = 0  # chunks corrected
-    left: int = 0  # characters not handed out yet
-
-    def __post_init__(self) -> None:
-        self.speed = self.expected
-        self.edits = [None] * len(self.prepared.chunks)
-        self.left = sum(len(c.text) for c in self.prepared.chunks)
-
-    @property
-    def remaining(self) -> bool:
-        return self.next < len(self.edits)
-
-    @property
-    def complete(self) -> bool:
-        return self.finished == len(self.edits)
-
-    def take(self, budget: int, most: int) -> range:
-        """The next chunks, at most ``most`` of them and as many as fit ``budget`` characters (at least one)."""
-        assert self.remaining
-        chunks = self.prepared.chunks
-        end, size = self.next, 0
-        while end < min(len(chunks), self.next + most) and (end == self.next or size + len(chunks[end].text) <= budget):
-            size += len(chunks[end].text)
-            end += 1
-        taken = range(self.next, end)
-        self.next = end
-        self.left -= size
-        return taken
-
-    def rest_size(self) -> int:
-        """Characters not handed out yet."""
-        return self.left
-
-    def chunks_left(self) -> int:
-        return len(self.edits) - self.next
-
-    def next_size(self) -> int:
-        """Characters of the next chunk."""
-        return len(self.prepared.chunks[self.next].text)
-
-    def seconds_left(self) -> float:
-        """Model time for what is not handed out yet, at its speed."""
-        return self.left / self.speed
-
-
-@dataclass
-class _Unit:
-    options: CorrectOptions
-    parts: list[tuple[_Request, range]] = field(default_factory=list)  # (request, its chunks)
-    seconds: float = 0.0  # expected model time
-
-    @property
-    def size(self) -> int:
-        """Chunks in the unit."""
-        return sum(len(taken) for _, taken in self.parts)
-
-    def chunks(self) -> list[Any]:
-        return [r.prepared.chunks[i] for r, taken in self.parts for i in taken]
 
 
 class Runner:
@@ -216,10 +99,11 @@ class Runner:
         self._reserved: dict[int, tuple[float, float]] = {}  # id of an admitted plan being prepared -> (model
         #                                                      seconds, deadline)
         self._closing = False
-        self._fresh: deque[_Request] = deque()  # no unit yet, first come first served
-        self._served: deque[_Request] = deque()  # had a unit, pieces left: round-robin
+        self._fresh: deque[Admitted] = deque()  # no unit yet, first come first served
+        self._served: deque[Admitted] = deque()  # had a unit, pieces left: round-robin
         self._owed = False  # the last unit went to fresh requests while a request being served waited
-        self._admitted: list[_Request] = []  # every request not answered yet (admission looks at their work)
+        self._admitted: list[Admitted] = []  # every request not answered yet, in the order admitted
+        self._busy: deque[tuple[float, float]] = deque()  # (loop time it ended, seconds) of recent model calls
         self._wakeup = asyncio.Event()
         self._slots = asyncio.Semaphore(max_concurrent)
         self._collector: asyncio.Task[None] | None = None
@@ -312,7 +196,7 @@ class Runner:
             raise ServiceClosing("the service is shutting down")
         future: asyncio.Future[list[Correction]] = loop.create_future()
         expected = (self.rate or 1.0) / plan.factor
-        request = _Request(prepared, options, future, now, deadline, timeout or math.inf, plan.factor, expected,
+        request = Admitted(prepared, options, future, now, deadline, timeout or math.inf, plan.factor, expected,
                            many_units=plan.chars > self.unit_seconds * expected)
         if not request.remaining:
             return prepared.assemble([])  # no chunk: empty texts
@@ -371,7 +255,7 @@ class Runner:
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
-    def _take(self) -> _Unit | None:
+    def _take(self) -> Unit | None:
         """The next unit (see the policy in the module docstring)."""
         if not self._live():
             return None
@@ -392,11 +276,11 @@ class Runner:
                 self._served.append(r)
         return unit
 
-    def _fill(self, options: CorrectOptions, members: list[_Request]) -> _Unit:
+    def _fill(self, options: CorrectOptions, members: list[Admitted]) -> Unit:
         """Round-robin over ``members``, one part each in turn, while the unit has time and room left (at most
         ``max_batch_size`` chunks): its first part as large as one unit allows, then whole chunks of it and whole
         requests of its company that fit."""
-        unit = _Unit(options)
+        unit = Unit(options)
         probed = None  # a long request's first part: its speed is unknown, so it gets only that in this unit
         added = True
         while added and unit.size < self.max_batch_size:
@@ -418,46 +302,71 @@ class Runner:
                     if unit.seconds + r.rest_size() / r.speed > self.unit_seconds or r.chunks_left() > room:
                         continue
                     taken = r.take(r.rest_size(), room)
-                unit.parts.append((r, taken))
-                unit.seconds += sum(len(r.prepared.chunks[i].text) for i in taken) / r.speed
+                unit.add(r, taken)
                 added = True
         return unit
 
-    async def _run(self, unit: _Unit) -> None:
+    async def _run(self, unit: Unit) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            parts = [(r, taken) for r, taken in unit.parts if not r.future.done()]  # a caller may have left meanwhile
-            if not parts:
+            live = [i for i, (r, _) in enumerate(unit.parts) if not r.future.done()]  # a caller may have left
+            if not live:
                 return
-            unit.parts = parts
+            unit.parts = [unit.parts[i] for i in live]
+            unit.expected = [unit.expected[i] for i in live]
+            members = list({id(r): r for r, _ in unit.parts}.values())
+            began = loop.time()
+            for r in members:
+                r.started = min(r.started, began)
             try:
-                edits, seconds = await self._in_thread(unit.chunks(), parts[0][0].prepared.settings)
+                edits, seconds = await self._in_thread(unit.chunks(), unit.parts[0][0].prepared.settings)
             except Exception as e:  # every caller of this call gets the error
-                for r, _ in parts:
+                for r in members:
                     if not r.future.done():
                         r.future.set_exception(e)
                 return
-            members = {id(r): r for r, _ in parts}.values()
+            self._busy.append((loop.time(), seconds))
             self._observe_rate(unit, seconds)
-            if self.rate is not None and unit.seconds > 0:
-                slower = seconds / unit.seconds  # the unit's time over what was expected
-                for r in members:
-                    r.speed = min(r.expected, r.speed / max(slower, 1e-3))
             done = iter(edits)
-            for r, taken in parts:
+            for (r, taken), expected in zip(unit.parts, unit.expected):
                 for i in taken:
                     r.edits[i] = next(done)
                 r.finished += len(taken)
-            now = asyncio.get_running_loop().time()
+                if self.rate is not None and unit.seconds > 0:  # its part of the unit's measured time
+                    r.measured(sum(len(r.prepared.chunks[i].text) for i in taken), seconds * expected / unit.seconds)
             for r in members:
-                if r.future.done():
-                    continue
-                if r.complete:
+                if r.complete and not r.future.done():
                     r.future.set_result([])
-                elif self.rate is not None and r.seconds_left() > r.deadline - now:
-                    r.future.set_exception(TooSlow(r.speed, r.left, r.deadline - now, r.timeout))
+            if self.rate is not None:
+                self._end_overdue(loop.time())
         finally:
             self._slots.release()
             self._wakeup.set()
+
+    def _utilisation(self, now: float) -> float:
+        """The model's measured share of wall time since the oldest request now being served began (its busy
+        seconds over that time, held between ``share``, what the scheduler guarantees, and ``max_concurrent``):
+        the time between units, spent preparing, scheduling and assembling, is no model time."""
+        since = min((r.started for r in self._admitted if not r.future.done()), default=now)
+        while self._busy and self._busy[0][0] < now - BUSY_WINDOW_S:
+            self._busy.popleft()
+        since = max(since, now - BUSY_WINDOW_S)
+        if now - since < self.unit_seconds:  # too short to say
+            return float(self.max_concurrent)
+        busy = sum(seconds for end, seconds in self._busy if end >= since)
+        return min(max(busy / (now - since), self.share), float(self.max_concurrent))
+
+    def _end_overdue(self, now: float) -> None:
+        """Ends every admitted request that the units so far show cannot finish in time beside those admitted before
+        it (``cost.overdue``, with each one's speed as measured over its own units and the model's measured
+        utilisation): at once, while the work lost is small, instead of in a 504 at its timeout."""
+        live = [r for r in self._admitted if not r.future.done()]
+        share = self._utilisation(now)
+        for i in overdue([(r.seconds_left(), r.deadline - now, r.judged) for r in live], share):
+            r = live[i]
+            alone = (r.left + r.chars_done) / r.speed / share <= r.timeout  # with the model to itself, in time
+            retry = sum(o.seconds_left() for o in live[:i]) / share
+            r.future.set_exception(TooSlow(r.speed, r.left, r.deadline - now, r.timeout, busy=alone, retry_s=retry))
 
     async def _in_thread(self, chunks: list[Any], settings: Any) -> tuple[Sequence[Sequence[Edit]], float]:
         if self._executor is None:
@@ -474,7 +383,7 @@ class Runner:
             self.on_batch(len(chunks), seconds)
         return edits, seconds
 
-    def _observe_rate(self, unit: _Unit, seconds: float) -> None:
+    def _observe_rate(self, unit: Unit, seconds: float) -> None:
         """With ``adapt_rate``, the admission speed follows the model as the server runs: the median cost characters
         per second of the recent units planned to take at least half a unit's time (a smaller one measures mostly
         the call's overhead), of chunks with a Chinese character only (the model reads no other; ``AdmissionSpeed``)."""

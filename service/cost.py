@@ -114,3 +114,19 @@ def admit(seconds: float, due_in: float, others: Sequence[tuple[float, float]], 
     if harmed or after[-1] / share > due_in:
         return Admission(False, alone, sum(min(s, seconds) for s, _ in others) / share)
     return Admission(True, alone)
+
+
+def overdue(work: Sequence[tuple[float, float, bool]], share: float) -> list[int]:
+    """Which admitted requests to end now: ``work`` holds, in the order they were admitted, each one's (model seconds
+    left at the speed measured on its own text, seconds to its deadline, whether that speed may be judged on), all of
+    them sharing ``share`` of the model by processor sharing. They are judged as admission judges a new request, in
+    order, so that the earlier admitted go first: one that would finish late, or would make one kept before it late,
+    is ended (its index returned); the others are kept."""
+    kept: list[tuple[float, float]] = []
+    ended = []
+    for i, (seconds, due_in, judged) in enumerate(work):
+        if judged and not admit(seconds, due_in, kept, share).ok:
+            ended.append(i)
+        else:
+            kept.append((seconds, due_in))
+    return ended

@@ -55,7 +55,8 @@ class Metrics:
                                 registry=r)
         self.cost_rate = Gauge("csc_cost_chars_per_second", "Model speed admission assumes now (cost characters/s)",
                                registry=r)
-        self.refused = Counter("csc_refused", "Requests refused before any work, by reason", ["reason"], registry=r)
+        self.refused = Counter("csc_refused", "Requests refused before any work (cost, busy) or ended after units "
+                               "that showed them late (slow, late), by reason", ["reason"], registry=r)
         self.connections_refused = Counter("csc_connections_refused", "Requests answered 503 on a connection over a "
                                            "cap, by cap (server, client)", ["cap"], registry=r)
 

@@ -12,7 +12,8 @@ from fastapi.responses import FileResponse, Response
 
 from corrector import Correction, CorrectorError
 
-from .batching import INLINE_CHARS, Refused, ServiceClosing, TooSlow
+from .admitted import Refused, ServiceClosing, TooSlow
+from .batching import INLINE_CHARS
 from .deps import CorrectorDep, MetricsDep, RunnerDep, SettingsDep
 from .errors import JSONResponse, ParsedBodyRoute, over_maximum, server_maxima
 from .metrics import CLIENT_GONE
@@ -77,7 +78,10 @@ async def correct(body: CorrectRequest, request: Request, corrector: CorrectorDe
             raise HTTPException(503, e.message(), headers={"Retry-After": retry}) from None
         raise HTTPException(413, e.message()) from None
     except TooSlow as e:
-        metrics.refused.labels("slow").inc()
+        metrics.refused.labels("late" if e.busy else "slow").inc()
+        if e.busy:
+            retry = str(max(1, min(round(timeout), math.ceil(e.retry_s))))
+            raise HTTPException(503, str(e), headers={"Retry-After": retry}) from None
         raise HTTPException(413, str(e)) from None
     except ServiceClosing:
         raise HTTPException(503, "the service is shutting down") from None

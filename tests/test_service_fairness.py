@@ -227,13 +227,13 @@ class Dear(ChunkedFake):
     name, version = "dear", "0"
     max_tokens = 22
 
-    def __init__(self, per_char: float):
-        self.per_char = per_char
+    def __init__(self, per_char: float, per_call: float = 0.0):
+        self.per_char, self.per_call = per_char, per_call
         self.calls: list[list[str]] = []
 
     def correct_batch(self, texts: Sequence[str], **settings: Any) -> list[Correction]:
         self.calls.append(list(texts))
-        time.sleep(self.per_char * sum(map(len, texts)))
+        time.sleep(self.per_call + self.per_char * sum(map(len, texts)))
         return [Correction(t, t, []) for t in texts]
 
 
@@ -248,8 +248,8 @@ def test_units_shrink_to_the_speed_measured_on_the_text():
     assert sizes[0] <= 250 and max(sizes[1:]) <= 250 + 20, sizes  # a unit's 1,000 characters / 4, plus a chunk
 
 
-def test_a_text_too_dear_to_finish_in_time_ends_after_one_unit():
-    """Admitted at the expected speed, but 50x dearer: the first unit shows it cannot finish within its
+def test_a_text_too_dear_to_finish_in_time_ends_after_two_units():
+    """Admitted at the expected speed, but 50x dearer: its probe and one more unit show it cannot finish within its
     timeout, so it ends at once with the numbers, instead of running into a 504 with all that work wasted."""
     dear = Dear(per_char=5e-4)  # 2,000 characters a second; the runner expects 100,000
 
@@ -259,7 +259,52 @@ def test_a_text_too_dear_to_finish_in_time_ends_after_one_unit():
                 await runner.correct(["一二三四五六七八九，" * 500], PLAIN, timeout=0.5)
 
     asyncio.run(go())
-    assert len(dear.calls) == 1
+    assert len(dear.calls) == 2
+
+
+def test_no_request_is_judged_on_its_probe_unit():
+    """Before (issue 61, 5): the probe (a quarter of a unit in one call, mostly the call's fixed cost) set the whole
+    request's speed, so a request that fits its timeout was ended after 0.06 s. Now it is judged on its speed over
+    all its units so far, and answered."""
+    dear = Dear(per_char=1e-5, per_call=0.05)  # 100,000 characters a second, 50 ms a call; expected: 20,000 a second
+    text = "一二三四五六七八九，" * 2000  # 20,000 characters: about 1 s in units of 1,000 characters
+
+    async def go() -> list[Correction]:
+        async with running(DirectRunner(dear, max_batch_chars=2000, max_batch_size=200, rate=20_000)) as runner:
+            return await runner.correct([text], PLAIN, timeout=2.0)
+
+    [result] = asyncio.run(go())
+    assert result.source == text and len(dear.calls) > 2
+    assert len("".join(dear.calls[0])) <= 500  # its probe: 500 characters in 55 ms, 9,000 a second (19,500 left)
+
+
+def test_requests_sharing_the_model_are_ended_while_the_loss_is_small():
+    """Before (issue 61, 4): each admitted request was projected as if it had the model to itself, so three requests
+    of 0.5 s each, due in 1.5 s, all ran into their timeout together. Now each is projected beside those admitted
+    before it (processor sharing, at the speeds measured on their own texts): the first two are answered in time, and
+    the third is ended after two units, as busy (retry later: it would fit with the model to itself)."""
+    dear = Dear(per_char=1e-4)  # 10,000 characters a second; the runner expects 100,000
+    texts = [c * 5000 for c in "甲乙丙"]  # 0.5 s of model time each
+
+    async def go() -> list[Any]:
+        async with running(DirectRunner(dear, max_batch_chars=1000, max_batch_size=200, rate=100_000)) as runner:
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+
+            async def one(text: str) -> Any:
+                try:
+                    await runner.correct([text], PLAIN, timeout=1.5)
+                    return loop.time() - t0
+                except TooSlow as e:
+                    return e, loop.time() - t0
+
+            return await asyncio.gather(*(one(t) for t in texts))
+
+    first, second, third = asyncio.run(go())
+    assert first < 1.5 and second < 1.5, (first, second)
+    ended, at = third
+    assert ended.busy and "retry later" in str(ended) and ended.retry_s > 0 and at < 0.6
+    assert sum(c[0][0] == "丙" for c in dear.calls) == 2
 
 
 # ---- admission -------------------------------------------------------------------------------------------
