@@ -90,7 +90,14 @@ def stages_said(out: str) -> dict[str, str]:
 
 
 def planned(out: str) -> dict[str, str]:
-    return dict(line.split(None, 1) for line in out.splitlines() if not line.startswith("#"))
+    """--plan's stages and what happens to each (without their costs and the sum)."""
+    said = {}
+    for line in out.splitlines():
+        if line.startswith(("#", " ")):
+            continue
+        name, rest = line.split(None, 1)
+        said[name] = re.split(r"\s{2,}", rest.strip())[0]
+    return said
 
 
 @pytest.mark.slow
@@ -260,6 +267,8 @@ def test_bad_recipes_and_arguments_exit_with_one_line_before_anything_runs(tmp_p
         "helper.toml": ('[[stage]]\nname = "a"\nwrite_json = "x"\n', "stage 'a' value: expected a table"),
         "init.toml": ('[[stage]]\nname = "a"\nmodule = "training.networks.finetune"\nargs = {init = "{init}"}\n',
                       "stage 'a' reads {init}, but neither the recipe nor --init-from names one"),
+        "cost.toml": ('[[stage]]\nname = "a"\ncost = {hours = 2}\nmodule = "training.data.splits"\n',
+                      "stage 'a' cost: a table of non-negative numbers, keys among ['cpu_minutes'"),
     }
     for name, (text, message) in cases.items():
         if text:
@@ -378,7 +387,12 @@ def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):
     (tmp_path / "data").mkdir()
     base = ["--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"), "--plan"]
     assert build.main(["--recipe", "default", *base]) == 0
-    plan = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    said = capsys.readouterr().out
+    plan = [line.split()[0] for line in said.splitlines() if not line.startswith(" ")]
+    # each stage with what it cost on the shipped run, and the sum over the stages that run
+    assert "pretrain_cpu     runs           8.3 h on 2 CPU cores; 1.5 GB" in said
+    assert re.search(r"^ +in all +\d+\.\d h on 2 CPU cores; \d\.\d GB \(\d+\.\d h with the GPU stages on an H100\)$",
+                     said, re.M), said
     assert plan == ["prepare", "similarity", "splits", "candidates", "lm", "csc_data", "pretrain_cpu", "pretrain",
                     "finetune", "csc_native", "finetune_native", "finetune_native2", "ranker_pairs", "export",
                     "evidence", "fit", "metrics", "false_positives"]

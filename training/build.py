@@ -192,6 +192,25 @@ class Builder:
                 out.append((stage.name, "up to date"))
         return out
 
+    def plan_lines(self) -> list[str]:
+        """``plan`` with what each stage cost on the shipped run (the recipe's ``cost``) or, when this build ran it
+        before, what it took here; and the sum over the stages that run."""
+        lines, cpu, mixed, disk = [], 0.0, 0.0, 0.0
+        for name, what in self.plan():
+            stage = self.recipe.stage(name)
+            seconds = (self.record(name) or {}).get("seconds")
+            cost = describe_cost(stage.cost) + (f"; {seconds / 60:.1f} min here last time" if seconds else "")
+            lines.append(f"{name:16} {what:13}  {cost}".rstrip())
+            if what == "runs":
+                cpu += stage.cost.get("cpu_minutes", 0.0)
+                mixed += stage.cost.get("gpu_minutes") or stage.cost.get("cpu_minutes", 0.0)
+                disk += stage.cost.get("disk_mb", 0.0)
+        if cpu or mixed:
+            lines.append(f"{'':16} {'in all':13}  {describe_cost({'cpu_minutes': cpu, 'disk_mb': disk})}"
+                         + (f" ({describe_cost({'cpu_minutes': mixed}).split(' on ')[0]} with the GPU stages on an "
+                            "H100)" if mixed < cpu else ""))
+        return lines
+
     def build(self) -> Path | None:
         self.out.mkdir(parents=True, exist_ok=True)
         for stage in self.recipe.stages:
@@ -260,6 +279,18 @@ class Builder:
 
 def say(line: str) -> None:
     print(line, flush=True)  # noqa: T201
+
+
+def describe_cost(cost: dict[str, float]) -> str:
+    """A stage's ``cost`` in words: ``~6 h on 2 CPU cores, 4.5 min on an H100; 60 MB, peak 3.5 GB``."""
+    def minutes(m: float) -> str:
+        return f"{m / 60:.1f} h" if m >= 90 else f"{m:.0f} min" if m >= 1 else "<1 min"
+    where = [f"{minutes(cost[k])} on {label}" for k, label in (("cpu_minutes", "2 CPU cores"),
+                                                              ("gpu_minutes", "an H100")) if cost.get(k)]
+    size = [f"{cost['disk_mb'] / 1000:.1f} GB" if cost["disk_mb"] >= 1000 else f"{cost['disk_mb']:.0f} MB"
+            ] if cost.get("disk_mb") else []
+    size += [f"peak {cost['memory_gb']:g} GB"] if cost.get("memory_gb") else []
+    return "; ".join(filter(None, [", ".join(where), ", ".join(size)]))
 
 
 def record(bundle: Path, recipe: Recipe, extra: dict[str, Any]) -> None:
@@ -350,8 +381,8 @@ def main(argv: list[str] | None = None) -> int:
                           to_stage=args.to_stage, only=args.only, with_optional=args.with_optional)
         missing = builder.check()
         if args.plan or args.dry_run:
-            for name, what in builder.plan() if args.plan else []:
-                say(f"{name:16} {what}")
+            for line in builder.plan_lines() if args.plan else []:
+                say(line)
             for line in builder.dry_run() if args.dry_run else []:
                 say(line)
             for m in missing:

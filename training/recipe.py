@@ -25,7 +25,8 @@ In strings, ``{data}`` is the data folder, ``{init}`` the pair pretraining start
 or the folder of the earlier stage NAME. Stage keys besides the command's: ``bundle_from = "STAGE"`` (the stage
 starts from a fresh copy of that stage's ``bundle/``), ``init_flag = "--init-from"`` (when there is a pair to
 start from, the first command gets this flag and the pair), ``skip_with_init = true`` (not run when
-``--init-from`` is given) and ``optional = true`` (run only when named: ``--with NAME``).
+``--init-from`` is given), ``optional = true`` (run only when named: ``--with NAME``) and ``cost`` (what the stage
+took on the shipped run: ``cpu_minutes``, ``gpu_minutes``, ``disk_mb``, ``memory_gb``; ``--plan`` shows it).
 
 Every key is checked when the recipe is read, and each command's arguments against the module's own argument
 parser (captured without running the module: its ``main`` is called with ``parse_known_args`` stopped); each
@@ -58,7 +59,13 @@ TOP_KEYS = {"name", "bundle", "init", "vars", "stage"}
 KINDS = {"module": {"args", "stdout"}, "script": {"args", "stdout"}, "write_json": {"value"}, "merge_json": {"files"}}
 BODY = {"module": "args", "script": "args", "write_json": "value", "merge_json": "files"}  # each kind's table
 COMMAND_KEYS = set(KINDS) | {"args", "stdout", "value", "files"}
-STAGE_KEYS = COMMAND_KEYS | {"name", "run", "bundle_from", "init_flag", "skip_with_init", "optional"}
+STAGE_KEYS = COMMAND_KEYS | {"name", "run", "bundle_from", "init_flag", "skip_with_init", "optional", "cost"}
+COST_KEYS = {  # what a stage costs, as measured on the shipped run (``--plan`` prints it)
+    "cpu_minutes": "wall minutes on 2 CPU cores",
+    "gpu_minutes": "wall minutes on one H100",
+    "disk_mb": "the stage's folder, in MB",
+    "memory_gb": "peak memory, in GB",
+}
 Scalar = (str, int, float)
 
 
@@ -101,6 +108,7 @@ class Stage:
     optional: bool = False
     needs: list[str] = field(default_factory=list)  # stages whose folders it reads
     reads_init: bool = False  # a command holds {init}
+    cost: dict[str, float] = field(default_factory=dict)  # COST_KEYS: what it took on the shipped run
 
     def template(self) -> dict[str, Any]:
         """What the stage runs, its placeholders not filled in: hashed into the stage's record."""
@@ -290,8 +298,14 @@ def read_stage(table: dict[str, Any], variables: dict[str, Any], earlier: list[s
     for key, kind in (("bundle_from", str), ("init_flag", str), ("skip_with_init", bool), ("optional", bool)):
         if key in table and not isinstance(table[key], kind):
             raise RecipeError(f"stage {name!r} {key}: expected {kind.__name__}, got {table[key]!r}")
+    cost = table.get("cost", {})
+    if not isinstance(cost, dict) or set(cost) - set(COST_KEYS) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in cost.values()):
+        raise RecipeError(f"stage {name!r} cost: a table of non-negative numbers, keys among {sorted(COST_KEYS)}; "
+                          f"got {cost!r}")
     stage = Stage(name, commands, table, table.get("bundle_from"), table.get("init_flag"),
-                  bool(table.get("skip_with_init", False)), bool(table.get("optional", False)))
+                  bool(table.get("skip_with_init", False)), bool(table.get("optional", False)),
+                  cost={k: float(v) for k, v in cost.items()})
     refs: set[str] = set()
     for command in commands:
         for key, s in command.strings():

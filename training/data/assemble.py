@@ -19,8 +19,8 @@ the data folder's README, which describes each source). The rules:
 
 The published folder was decontaminated against private held-out test sets as well, and its corpus draws on sources
 this script does not read yet (its README lists them), so an assembled corpus is the same kind of text, not the same
-bytes; the evaluation sets are the same pairs. Repositories are cloned with ``git`` (``--mirror`` replaces
-``https://github.com``); nothing else is downloaded.
+bytes; the evaluation sets are the same pairs. Each repository's pinned commit is fetched with ``git``, alone and
+without history (``--mirror`` replaces ``https://github.com``); nothing else is downloaded.
 """
 
 from __future__ import annotations
@@ -75,11 +75,17 @@ def load_sources(path: Path = SOURCES) -> list[dict[str, Any]]:
 # ---- fetching ------------------------------------------------------------------------------------------------
 
 def fetch(repo: str, commit: str, raw: Path, mirror: str = GITHUB) -> Path:
-    """The repository's worktree at ``commit`` under ``raw`` (cloned once, reused afterwards)."""
+    """The repository's worktree at ``commit`` under ``raw``: that commit alone is fetched, without history (a
+    snapshot, a fraction of a full clone), once; later runs reuse it. Each fetch says its size on stderr."""
     where = raw / repo
     if not (where / ".git").is_dir():
-        where.parent.mkdir(parents=True, exist_ok=True)
-        _git(["clone", "--quiet", "--no-checkout", f"{mirror.rstrip('/')}/{repo}", str(where)], repo)
+        where.mkdir(parents=True, exist_ok=True)
+        _git(["init", "--quiet", str(where)], repo)
+    have = subprocess.run(["git", "-C", str(where), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True)
+    if have.returncode != 0:
+        _git(["-C", str(where), "fetch", "--quiet", "--depth", "1", f"{mirror.rstrip('/')}/{repo}", commit], repo)
+        packed = sum(f.stat().st_size for f in (where / ".git" / "objects").rglob("*") if f.is_file())
+        print(f"fetched {repo}@{commit[:12]}: {packed / 1e6:,.1f} MB", file=sys.stderr, flush=True)
     _git(["-C", str(where), "-c", "advice.detachedHead=false", "checkout", "--quiet", "--force", commit], repo)
     return where
 
@@ -307,11 +313,11 @@ def _pairs_of(entry: dict[str, Any], raw: Path, mirror: str) -> list[tuple[str, 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, help="the data folder to write (e.g. ../shared/data); not with --list")
-    ap.add_argument("--raw", type=Path, default=None, help="where repositories are cloned (default: OUT/.sources)")
+    ap.add_argument("--raw", type=Path, default=None, help="where the repositories' snapshots go (default: OUT/.sources)")
     ap.add_argument("--sources", type=Path, default=SOURCES, help="the sources file (default: training/data/sources.toml)")
     ap.add_argument("--only", action="append", default=[], metavar="PREFIX",
                     help="only the files whose name starts so (csc/, corpus/laws); repeatable")
-    ap.add_argument("--mirror", default=GITHUB, help=f"where repositories are cloned from (default {GITHUB})")
+    ap.add_argument("--mirror", default=GITHUB, help=f"where repositories are fetched from (default {GITHUB})")
     ap.add_argument("--list", action="store_true", help="print what would be fetched and written, and stop")
     args = ap.parse_args(argv)
     if args.out is None and not args.list:
