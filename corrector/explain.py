@@ -92,3 +92,20 @@ def _site_explanations(d: Decided, vocab: Sequence[str], top_k: int, index: int,
         out[pos] = CharExplanation(pos, text[pos], True, round(float(sites.rtd[s]), 4), cands, why,
                                    round(float(d.probs[lo]), 4))
     return out
+
+
+def alternatives(decided: Sequence[Decided], vocab: Sequence[str], most: int = 3,
+                 floor: float = 0.01) -> dict[tuple[int, int], tuple[str, ...]]:
+    """For every applied edit, keyed by (text index, position in the text): the next most probable characters after
+    the one applied (at most ``most``, each with a calibrated probability of at least ``floor``), best first."""
+    out: dict[tuple[int, int], tuple[str, ...]] = {}
+    for d in decided:
+        sites, rows = d.scored.sites, d.scored.rows
+        probs = d.scorer.calibrate(d.probs)
+        starts = list(np.searchsorted(rows.site, np.arange(len(sites)), side="left")) + [len(rows)]
+        for s, (row, _) in d.chosen.items():
+            lo, hi = starts[s] + 1, starts[s + 1]  # row starts[s] is the character as written
+            order = sorted((r for r in range(lo, hi) if r != row and probs[r] >= floor), key=lambda r: -probs[r])
+            ch = d.scored.chunks[int(sites.chunk[s])]
+            out[(ch.text_index, ch.start + int(sites.char[s]))] = tuple(vocab[int(rows.vid[r])] for r in order[:most])
+    return out

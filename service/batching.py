@@ -361,6 +361,8 @@ class Runner:
         it (``cost.overdue``, with each one's speed as measured over its own units and the model's measured
         utilisation): at once, while the work lost is small, instead of in a 504 at its timeout."""
         live = [r for r in self._admitted if not r.future.done()]
+        if not any(r.judged for r in live):  # (small requests are answered by their first unit: never judged)
+            return
         share = self._utilisation(now)
         for i in overdue([(r.seconds_left(), r.deadline - now, r.judged) for r in live], share):
             r = live[i]

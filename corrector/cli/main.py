@@ -9,6 +9,7 @@
     python -m corrector settings                    # every decoding setting, with the value in force
     python -m corrector serve --port 8000           # the HTTP service (the 'service' extra)
     python -m corrector adapt --text docs/ --out runs/docs   # a bundle adapted to a domain's plain text
+    python -m corrector lint docs/ README.md        # likely slips in files, with line and column (corrector/lint/)
 
 Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.bundle.export --hf``.
 """
@@ -35,7 +36,8 @@ def correct_parser() -> argparse.ArgumentParser:
         description="Correct Chinese spelling errors. Other commands: 'similar CHAR' (sound and shape "
                     "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray), 'settings' (every "
                     "decoding setting with the value in force), 'serve' (the HTTP service; serve --help), 'adapt --text "
-                    "PATH --out DIR' (a bundle adapted to a domain's plain text; adapt --help).",
+                    "PATH --out DIR' (a bundle adapted to a domain's plain text; adapt --help), 'lint [PATH...]' (likely slips in files "
+                    "and folders, with line and column; lint --help).",
         epilog=EXAMPLES + "\n" + EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
@@ -121,6 +123,10 @@ def main(argv: list[str] | None = None) -> None:
             code = run_serve(argv[1:])
         elif argv and argv[0] == "adapt":
             code = run_adapt(argv[1:])
+        elif argv and argv[0] == "lint":
+            from corrector.lint.command_line import main as lint_main
+
+            code = lint_main(argv[1:])
         else:
             code = run_correct(argv)
     except (CliError, CorrectorError) as e:

@@ -1,0 +1,233 @@
+"""From files to findings: every file's prose blocks corrected together, each edit put back at its line and column.
+
+``check`` reads each target, looks it up in the cache (``cache.py``: its bytes, the bundle and the settings that apply
+to it), extracts the blocks of the files that miss, corrects all their texts through the corrector's public stages
+(``prepare``, ``score``, ``decide``: the same edits as ``correct_batch``, and the next candidates as alternatives), one
+pass per distinct set of settings, and keeps the edits that lie in prose, on lines no inline comment disables, at or
+above the report confidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .document import Block, Document, DocumentError
+from .extract import blocks_of
+from .project_config import FileSettings, LintConfig
+from .walk import Target
+
+DIRECTIVE = re.compile(r"electra-csc:\s*(disable-next-line|disable-line|disable|enable)\b")
+RULES = {"pinyin": "similar-sound", "shape": "similar-shape", "other": "context", "script": "traditional-character"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One edit the corrector proposes in a file."""
+
+    path: str
+    offset: int  # in the file's text, in code points
+    line: int  # 1-based
+    column: int  # 1-based, in code points
+    source: str  # as written
+    target: str  # suggested
+    confidence: float
+    reason: str
+    alternatives: tuple[str, ...]
+    context: str  # the line, without its ending
+    fix: bool  # at or above the fix confidence
+
+    @property
+    def rule(self) -> str:
+        return RULES.get(self.reason, self.reason)
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable while the line's text is unchanged, wherever the line moves (for baselines and code scanning)."""
+        key = f"{self.path}\0{self.source}\0{self.target}\0{self.context.strip()}\0{self.column}"
+        return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["alternatives"] = list(self.alternatives)
+        out["rule"] = self.rule
+        return out
+
+
+@dataclass(frozen=True)
+class Raw:
+    """An edit as the corrector gave it (before the file's thresholds and directives): what the cache keeps."""
+
+    offset: int
+    source: str
+    target: str
+    confidence: float
+    reason: str
+    alternatives: tuple[str, ...]
+
+
+Correct = Callable[[list[str], dict[str, Any]], list[list[tuple[int, str, str, float, str, tuple[str, ...]]]]]
+
+
+def corrector_pass(corrector: Any) -> Correct:
+    """A ``Correct`` over a loaded Corrector: per text, its edits (position, source, target, confidence, reason,
+    alternatives), through its public stages."""
+    from corrector.explain import alternatives
+    from corrector.stages import assemble
+
+    def run(texts: list[str], settings: dict[str, Any]) -> list[list[tuple[int, str, str, float, str, tuple[str, ...]]]]:
+        prepared = corrector.prepare(texts, **settings)
+        decided = [corrector.decide(s, prepared.settings) for s in corrector.score(prepared)]
+        others = alternatives(decided, corrector.vocab)
+        return [[(e.position, e.source, e.target, e.confidence, e.reason, others.get((i, e.position), ()))
+                 for e in c.edits] for i, c in enumerate(assemble(prepared, decided))]
+    return run
+
+
+def disabled_lines(doc: Document) -> set[int]:
+    """1-based lines that inline comments disable: ``electra-csc: disable-line`` (its own line),
+    ``disable-next-line``, and ``disable`` … ``enable`` regions, in any comment syntax."""
+    off: set[int] = set()
+    region_from: int | None = None
+    lines = doc.text.split("\n")
+    for n, line in enumerate(lines, 1):
+        for m in DIRECTIVE.finditer(line):
+            what = m.group(1)
+            if what == "disable-line":
+                off.add(n)
+            elif what == "disable-next-line":
+                off.add(n + 1)
+            elif what == "disable" and region_from is None:
+                region_from = n
+            elif what == "enable" and region_from is not None:
+                off.update(range(region_from, n + 1))
+                region_from = None
+    if region_from is not None:
+        off.update(range(region_from, len(lines) + 1))
+    return off
+
+
+def raw_edits(blocks: Sequence[Block], doc: Document,
+              corrected: Sequence[Sequence[tuple[int, str, str, float, str, tuple[str, ...]]]]) -> list[Raw]:
+    """The edits of ``blocks`` (``corrected``: each block's) that lie in prose, at their offsets in ``doc``."""
+    out = []
+    for block, edits in zip(blocks, corrected):
+        for position, source, target, confidence, reason, others in edits:
+            at = block.locate(position, len(source))
+            if at is None or doc.text[at:at + len(source)] != source:
+                continue
+            out.append(Raw(at, source, target, round(float(confidence), 4), reason, tuple(others)))
+    return sorted(set(out), key=lambda r: r.offset)
+
+
+def findings_of(doc: Document, raws: Sequence[Raw], settings: FileSettings, report: float | None) -> list[Finding]:
+    """``raws`` as findings of ``doc``: those at or above the report confidence (``report``: the command line's, else
+    the file's, else all the corrector gave), off the disabled lines."""
+    floor = report if report is not None else settings.report
+    off = disabled_lines(doc)
+    out = []
+    for r in raws:
+        line, column = doc.line_col(r.offset)
+        if line in off or (floor is not None and r.confidence < floor):
+            continue
+        out.append(Finding(doc.path, r.offset, line, column, r.source, r.target, r.confidence, r.reason,
+                           r.alternatives, doc.line_text(line), r.confidence >= settings.fix))
+    return out
+
+
+def settings_key(settings: FileSettings, kind: str, report: float | None) -> str:
+    """What the corrector's answer for a file depends on besides its bytes and the bundle."""
+    decoding = settings.decoding()
+    if report is not None:
+        decoding["threshold"] = report
+    return json.dumps({"kind": kind, "parts": settings.parts, "decoding": decoding}, sort_keys=True, default=list)
+
+
+@dataclass
+class Checked:
+    findings: list[Finding]
+    documents: dict[str, Document]  # by shown path
+    errors: list[str]  # one line each: files that could not be read
+    files: int
+    chars: int  # characters of prose corrected (cache misses)
+    cached: int  # files answered from the cache
+
+
+def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], Correct], *,
+          report: float | None = None, cache: Any = None, progress: bool = False) -> Checked:
+    """Every target's findings. ``correct`` gives the corrector's pass, called only when some file misses the cache
+    (a cached run loads no model)."""
+    docs: dict[str, Document] = {}
+    errors: list[str] = []
+    todo: dict[str, list[tuple[Target, Document, list[Block], str]]] = {}  # by the decoding settings
+    raws: dict[str, list[Raw]] = {}
+    settings_of: dict[str, FileSettings] = {}
+    cached = 0
+    for t in targets:
+        try:
+            data = t.path.read_bytes() if str(t.path) != "-" else sys.stdin.buffer.read()
+            doc = Document.from_bytes(t.shown, data)
+        except (OSError, DocumentError) as e:
+            errors.append(str(e) if isinstance(e, DocumentError) else f"{t.shown}: {e.strerror or e}")
+            continue
+        docs[t.shown] = doc
+        settings = settings_of[t.shown] = config.for_file(t.relative)
+        skey = settings_key(settings, t.kind, report)
+        key = hashlib.sha256(data).hexdigest() + ":" + hashlib.sha256(skey.encode()).hexdigest()
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            raws[t.shown] = hit
+            cached += 1
+            continue
+        decoding = settings.decoding()
+        if report is not None:
+            decoding["threshold"] = report
+        todo.setdefault(json.dumps(decoding, sort_keys=True, default=list), []).append(
+            (t, doc, blocks_of(doc, t.kind, settings.parts), key))
+    chars = 0
+    if todo:
+        run = correct()
+        for decoding_json, group in todo.items():
+            decoding = json.loads(decoding_json)
+            texts = [b.text for _, _, blocks, _ in group for b in blocks]
+            chars += sum(map(len, texts))
+            answers = _in_parts(run, texts, decoding, progress)
+            at = 0
+            for t, doc, blocks, key in group:
+                found = raw_edits(blocks, doc, answers[at:at + len(blocks)])
+                at += len(blocks)
+                raws[t.shown] = found
+                if cache is not None:
+                    cache.put(key, found)
+    findings = [f for shown, doc in docs.items()
+                for f in findings_of(doc, raws.get(shown, []), settings_of[shown], report)]
+    return Checked(findings, docs, errors, len(docs), chars, cached)
+
+
+def _in_parts(run: Correct, texts: list[str], decoding: dict[str, Any], progress: bool,
+              part_chars: int = 200_000) -> list[list[tuple[int, str, str, float, str, tuple[str, ...]]]]:
+    """``run`` over ``texts`` in parts of about ``part_chars`` characters (a bar on stderr with ``progress``): the
+    answers do not depend on how the texts are grouped."""
+    parts: list[list[str]] = [[]]
+    size = 0
+    for t in texts:
+        if size >= part_chars:
+            parts.append([])
+            size = 0
+        parts[-1].append(t)
+        size += len(t)
+    out: list[list[tuple[int, str, str, float, str, tuple[str, ...]]]] = []
+    from tqdm import tqdm
+
+    with tqdm(total=sum(map(len, texts)), unit="char", unit_scale=True, disable=not progress, file=sys.stderr,
+              desc="checking") as bar:
+        for part in parts:
+            if part:
+                out += run(part, decoding)
+                bar.update(sum(map(len, part)))
+    return out

@@ -1,0 +1,199 @@
+"""The linter's configuration: ``[tool.electra-csc]`` in ``pyproject.toml`` or the top level of ``.electra-csc.toml``,
+found in the first of the checked paths' folders or above it (``--config FILE`` names one).
+
+    [tool.electra-csc]
+    model = "path/to/bundle"            # default: the shipped bundle
+    report = 0.5                        # report edits at or above this confidence (default: the bundle's threshold)
+    fix = 0.9                           # --fix writes edits at or above this one
+    include = ["docs/**", "*.md"]       # only these files (gitignore-style patterns; default: every kind read)
+    exclude = ["vendor/**"]             # never these (added to .gitignore and .electra-csc-ignore)
+    parts = ["comments", "strings"]     # what is read in source code
+    protect = ["栈帧"]                   # words kept as written
+    protect-files = ["words.txt"]       # word lists, one a line (relative to the configuration's folder)
+    confusions = ["的→地"]               # extra candidate pairs
+    settings = { max_edits = 3 }        # any decoding setting (python -m corrector settings)
+
+    [[tool.electra-csc.overrides]]      # for the files these patterns match, later tables win
+    files = ["translations/**"]
+    report = 0.8
+    protect = ["拷贝"]
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from corrector.config import SETTINGS, check, parse_confusions
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FILE_NAMES = (".electra-csc.toml", "pyproject.toml")
+FIX_CONFIDENCE = 0.9  # where about nine edits in ten are right: the confidences are calibrated probabilities
+PER_FILE = {"report", "fix", "parts", "protect", "protect-files", "confusions", "settings"}
+KEYS = PER_FILE | {"model", "include", "exclude", "overrides"}
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used, said in one line."""
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """What applies to one file."""
+
+    report: float | None = None
+    fix: float = FIX_CONFIDENCE
+    parts: tuple[str, ...] = ("comments", "strings")
+    protect: tuple[str, ...] = ()
+    confusions: tuple[tuple[str, str], ...] = ()
+    settings: tuple[tuple[str, Any], ...] = ()  # decoding settings, sorted by name
+
+    def decoding(self) -> dict[str, Any]:
+        """The corrector's settings for this file's texts."""
+        out = dict(self.settings)
+        if self.protect:
+            out["protect"] = self.protect
+        if self.confusions:
+            out["confusions"] = self.confusions
+        if self.report is not None:
+            out["threshold"] = self.report
+        return out
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    root: Path  # the folder paths in the configuration are relative to (the configuration's, or the current one)
+    source: Path | None = None  # the file it was read from
+    model: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    base: FileSettings = field(default_factory=FileSettings)
+    overrides: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = ()  # (patterns, their keys)
+
+    def for_file(self, relative: str) -> FileSettings:
+        """The settings of the file at ``relative`` (a path relative to ``root``, with /)."""
+        from pathspec import GitIgnoreSpec
+
+        out = self.base
+        for patterns, table in self.overrides:
+            if GitIgnoreSpec.from_lines(patterns).match_file(relative):
+                out = _apply(out, table, self.root, f"{self.source}: overrides")
+        return out
+
+
+def find_config(start: Path, explicit: Path | None = None) -> LintConfig:
+    """The configuration for files under ``start`` (``explicit``: that file)."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"--config {explicit}: no such file")
+        table = _table(explicit)
+        if table is None:
+            raise ConfigError(f"{explicit}: no [tool.electra-csc] table")
+        return _config(explicit, table)
+    folder = start.resolve()
+    folder = folder if folder.is_dir() else folder.parent
+    for here in (folder, *folder.parents):
+        for name in FILE_NAMES:
+            path = here / name
+            if path.is_file() and (table := _table(path)) is not None:
+                return _config(path, table)
+        if (here / ".git").exists():
+            break
+    return LintConfig(root=Path.cwd())
+
+
+def _table(path: Path) -> dict[str, Any] | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    if path.name == "pyproject.toml":
+        return data.get("tool", {}).get("electra-csc")
+    return data
+
+
+def _config(path: Path, table: dict[str, Any]) -> LintConfig:
+    where = str(path)
+    unknown = set(table) - KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)} (known: {sorted(KEYS)})")
+    root = path.parent.resolve()
+    overrides = []
+    for i, o in enumerate(table.get("overrides", [])):
+        if not isinstance(o, dict) or not _strings(o.get("files")):
+            raise ConfigError(f"{where}: overrides[{i}] needs files = [patterns]")
+        extra = set(o) - PER_FILE - {"files"}
+        if extra:
+            raise ConfigError(f"{where}: overrides[{i}]: unknown keys {sorted(extra)} (known: {sorted(PER_FILE)})")
+        _apply(FileSettings(), o, root, f"{where}: overrides[{i}]")  # checked now, applied per file
+        overrides.append((tuple(o["files"]), {k: v for k, v in o.items() if k != "files"}))
+    for key in ("include", "exclude"):
+        if key in table and not _strings(table[key]):
+            raise ConfigError(f"{where}: {key} must be a list of patterns")
+    model = table.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ConfigError(f"{where}: model must be a path")
+    return LintConfig(root, path, str(root / model) if model else None, tuple(table.get("include", ())),
+                      tuple(table.get("exclude", ())), _apply(FileSettings(), table, root, where), tuple(overrides))
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _apply(settings: FileSettings, table: dict[str, Any], root: Path, where: str) -> FileSettings:
+    """``settings`` with the per-file keys of ``table`` (each checked, naming ``where`` and the key)."""
+    changes: dict[str, Any] = {}
+    for key in ("report", "fix"):
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ConfigError(f"{where}: {key} must be a confidence between 0 and 1, got {value!r}")
+            changes[key] = float(value)
+    if "parts" in table:
+        if not _strings(table["parts"]) or set(table["parts"]) - {"comments", "strings"}:
+            raise ConfigError(f"{where}: parts must list 'comments' and/or 'strings'")
+        changes["parts"] = tuple(table["parts"])
+    words = list(settings.protect)
+    if "protect" in table:
+        if not _strings(table["protect"]):
+            raise ConfigError(f"{where}: protect must be a list of words")
+        words += table["protect"]
+    for name in table.get("protect-files", []):
+        try:
+            words += [w.strip() for w in (root / name).read_text(encoding="utf-8").splitlines() if w.strip()]
+        except OSError as e:
+            raise ConfigError(f"{where}: protect-files: {root / name}: {e.strerror or e}") from None
+    changes["protect"] = tuple(dict.fromkeys(words))
+    if "confusions" in table:
+        try:
+            pairs = parse_confusions("\n".join(table["confusions"])) if _strings(table["confusions"]) else None
+        except ValueError as e:
+            raise ConfigError(f"{where}: confusions: {e}") from None
+        if pairs is None:
+            raise ConfigError(f"{where}: confusions must be a list like ['的→地']")
+        changes["confusions"] = tuple(dict.fromkeys((*settings.confusions, *pairs)))
+    if "settings" in table:
+        given = table["settings"]
+        if not isinstance(given, dict):
+            raise ConfigError(f"{where}: settings must be a table")
+        merged = dict(settings.settings)
+        for name, value in given.items():
+            if name not in SETTINGS or name in ("protect", "confusions", "threshold"):
+                raise ConfigError(f"{where}: settings.{name}: not a decoding setting here "
+                                  "(python -m corrector settings lists them; protect, confusions and report are keys)")
+            try:
+                merged[name] = check(name, value)
+            except (TypeError, ValueError) as e:
+                raise ConfigError(f"{where}: settings.{name}: {e}") from None
+        changes["settings"] = tuple(sorted(merged.items()))
+    return replace(settings, **changes)
+
+
+__all__ = ["ConfigError", "FileSettings", "LintConfig", "find_config"]

@@ -1,0 +1,58 @@
+"""``--server URL``: the corrector's pass through a running service (``POST /correct``), so that a hook need not
+load the model. Texts go in requests within the service's default limits; a 503 is retried after its Retry-After."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from .check import Correct
+
+MAX_TEXTS = 64
+MAX_CHARS = 90_000
+RETRIES = 5
+
+
+class RemoteError(Exception):
+    pass
+
+
+def remote_pass(url: str) -> Correct:
+    endpoint = url.rstrip("/") + "/correct"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def post(texts: list[str], settings: dict[str, Any]) -> list[Any]:
+        body = json.dumps({"texts": texts, **settings}, ensure_ascii=False).encode()
+        for attempt in range(RETRIES):
+            request = urllib.request.Request(endpoint, body, {"Content-Type": "application/json"})
+            try:
+                with opener.open(request, timeout=120) as r:
+                    return json.loads(r.read())["results"]
+            except urllib.error.HTTPError as e:
+                detail = e.read().decode(errors="replace")[:300]
+                if e.code == 503 and attempt + 1 < RETRIES:
+                    time.sleep(min(30.0, float(e.headers.get("Retry-After") or 1)))
+                    continue
+                raise RemoteError(f"{endpoint}: HTTP {e.code}: {detail}") from None
+            except (urllib.error.URLError, OSError, ValueError) as e:
+                raise RemoteError(f"{endpoint}: {getattr(e, 'reason', e)}") from None
+        raise RemoteError(f"{endpoint}: still busy after {RETRIES} tries")
+
+    def run(texts: list[str], settings: dict[str, Any]) -> list[list[tuple[int, str, str, float, str, tuple[str, ...]]]]:
+        out: list[list[tuple[int, str, str, float, str, tuple[str, ...]]]] = []
+        i = 0
+        while i < len(texts):
+            part: list[str] = []
+            size = 0
+            while i < len(texts) and len(part) < MAX_TEXTS and (not part or size + len(texts[i]) <= MAX_CHARS):
+                part.append(texts[i])
+                size += len(texts[i])
+                i += 1
+            for result in post(part, settings):
+                out.append([(e["position"], e["source"], e["target"], e["confidence"], e["reason"], ())
+                            for e in result["edits"]])
+        return out
+    return run

@@ -1,0 +1,138 @@
+"""Which files to check: the paths given, folders walked as git sees them (``.gitignore``, ``.git/info/exclude`` and
+the global excludes, through ``git ls-files`` when the folder is in a repository; the ``.gitignore`` files read with
+``pathspec`` otherwise), less ``.electra-csc-ignore`` and the ``exclude`` patterns, and only files of a kind that is
+read (``extract.kind_of``). A file named on the command line is checked even when excluded, unless
+``--force-exclude``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .extract import kind_of
+
+IGNORE_FILE = ".electra-csc-ignore"
+MAX_BYTES = 8_000_000  # larger files are generated or data, not prose somebody writes
+ALWAYS_SKIPPED = {".git", ".hg", ".svn", ".electra-csc-cache", "node_modules", "__pycache__", ".venv", ".tox"}
+
+
+@dataclass(frozen=True)
+class Target:
+    path: Path  # as it will be opened
+    shown: str  # as it is reported (relative to the current folder when under it, with /)
+    relative: str  # relative to the configuration's root, with / (for its patterns)
+    kind: str
+
+
+class WalkError(Exception):
+    """A path that does not exist or cannot be listed, said in one line."""
+
+
+def targets(paths: Iterable[Path], root: Path, include: Iterable[str] = (), exclude: Iterable[str] = (),
+            force_exclude: bool = False, changed: set[Path] | None = None) -> list[Target]:
+    """The files to check, each once, in a stable order."""
+    from pathspec import GitIgnoreSpec  # the 'lint' extra
+
+    ignore_lines = list(exclude)
+    if (root / IGNORE_FILE).is_file():
+        ignore_lines += (root / IGNORE_FILE).read_text(encoding="utf-8").splitlines()
+    excluded, included = GitIgnoreSpec.from_lines(ignore_lines), GitIgnoreSpec.from_lines(list(include))
+    include_all = not list(include)
+    seen: dict[Path, Target] = {}
+    for given in paths:
+        if not given.exists():
+            raise WalkError(f"{given}: no such file or folder")
+        named = given.is_file()
+        for path in ([given] if named else _walk(given)):
+            resolved = path.resolve()
+            if resolved in seen or (changed is not None and resolved not in changed):
+                continue
+            relative = _relative(resolved, root)
+            if (not named or force_exclude) and (excluded.match_file(relative) or
+                                                 not (include_all or included.match_file(relative))):
+                continue
+            kind = kind_of(path.name)
+            if kind is None or (not named and _too_large(path)):
+                continue
+            seen[resolved] = Target(path, _shown(path), relative, kind)
+    return sorted(seen.values(), key=lambda t: t.shown)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    listed = _git_files(folder)
+    if listed is not None:
+        yield from (folder / p for p in listed if not ALWAYS_SKIPPED & set(Path(p).parts))
+        return
+    from pathspec import GitIgnoreSpec
+
+    specs: list[tuple[Path, GitIgnoreSpec]] = []
+    for here, dirs, files in os.walk(folder):
+        base = Path(here)
+        if (base / ".gitignore").is_file():
+            specs.append((base, GitIgnoreSpec.from_lines((base / ".gitignore").read_text(encoding="utf-8",
+                                                                                       errors="replace").splitlines())))
+
+        def ignored(p: Path, is_dir: bool) -> bool:
+            for top, spec in specs:
+                if p.is_relative_to(top):
+                    rel = p.relative_to(top).as_posix() + ("/" if is_dir else "")
+                    if spec.match_file(rel):
+                        return True
+            return False
+
+        dirs[:] = sorted(d for d in dirs if d not in ALWAYS_SKIPPED and not ignored(base / d, True))
+        for name in sorted(files):
+            if not ignored(base / name, False):
+                yield base / name
+
+
+def _git_files(folder: Path) -> list[str] | None:
+    """The files git would track in ``folder`` (tracked, and untracked but not ignored), or None outside a repository
+    or without git."""
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others",
+                               "--exclude-standard", "--deduplicate", "."], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    names = [n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    return [n for n in names if (folder / n).is_file()]  # (a deleted file is still listed as tracked)
+
+
+def changed_since(ref: str, where: Path) -> set[Path]:
+    """The files changed since git revision ``ref`` (committed, staged or not) and the untracked ones."""
+    def git(*args: str, at: Path = where) -> list[str]:
+        done = subprocess.run(["git", "-C", str(at), *args], capture_output=True)
+        if done.returncode != 0:
+            raise WalkError(f"--changed-since {ref}: {done.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+        return [n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+
+    top = Path(git("rev-parse", "--show-toplevel")[0].strip())
+    names = git("diff", "-z", "--name-only", "--diff-filter=ACMR", ref, "--", at=top) + git(
+        "ls-files", "-z", "--others", "--exclude-standard", at=top)
+    return {(top / n).resolve() for n in names}
+
+
+def _relative(resolved: Path, root: Path) -> str:
+    try:
+        return resolved.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _too_large(path: Path) -> bool:
+    try:
+        return path.stat().st_size > MAX_BYTES
+    except OSError:
+        return True

