@@ -10,6 +10,7 @@
     python -m corrector serve --port 8000           # the HTTP service (the 'service' extra)
     python -m corrector adapt --text docs/ --out runs/docs   # a bundle adapted to a domain's plain text
     python -m corrector lint docs/ README.md        # likely slips in files, with line and column (corrector/lint/)
+    python -m corrector lsp                         # the same in an editor: a language server on stdio
 
 Turning a Hugging Face ELECTRA pair into a bundle is a training command: ``python -m training.bundle.export --hf``.
 """
@@ -37,7 +38,7 @@ def correct_parser() -> argparse.ArgumentParser:
                     "neighbours), 'batch --input PATH --output DIR' (a corpus, locally or on Ray), 'settings' (every "
                     "decoding setting with the value in force), 'serve' (the HTTP service; serve --help), 'adapt --text "
                     "PATH --out DIR' (a bundle adapted to a domain's plain text; adapt --help), 'lint [PATH...]' (likely slips in files "
-                    "and folders, with line and column; lint --help).",
+                    "and folders, with line and column; lint --help), 'lsp' (the same as a language server on stdio, for editors).",
         epilog=EXAMPLES + "\n" + EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> None:
             from corrector.lint.command_line import main as lint_main
 
             code = lint_main(argv[1:])
+        elif argv and argv[0] == "lsp":
+            code = run_lsp(argv[1:])
         else:
             code = run_correct(argv)
     except (CliError, CorrectorError) as e:
@@ -156,6 +159,20 @@ def run_serve(argv: list[str]) -> int:
         raise CliError(missing_extra(e, "the service", "service")) from None
     service_cli.main(argv, prog="python -m corrector serve")
     return 0
+
+
+def run_lsp(argv: list[str]) -> int:
+    """The linter as a language server on stdio (corrector/lint/lsp_server.py)."""
+    from corrector.model_path import missing_extra
+
+    try:
+        from corrector.lint.lsp_server import main as lsp_main
+
+        return lsp_main(argv)
+    except ModuleNotFoundError as e:
+        if e.name not in ("pygls", "lsprotocol", "markdown_it", "mdit_py_plugins", "linkify_it", "pygments", "pathspec"):
+            raise
+        raise CliError(missing_extra(e, "the language server", "lint")) from None
 
 
 def run_adapt(argv: list[str]) -> int:

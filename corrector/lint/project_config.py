@@ -9,7 +9,8 @@ found in the first of the checked paths' folders or above it (``--config FILE`` 
     exclude = ["vendor/**"]             # never these (added to .gitignore and .electra-csc-ignore)
     parts = ["comments", "strings"]     # what is read in source code
     protect = ["栈帧"]                   # words kept as written
-    protect-files = ["words.txt"]       # word lists, one a line (relative to the configuration's folder)
+    protect-files = ["words.txt"]       # word lists, one a line (relative to the configuration's folder; the
+                                        # project's .electra-csc-words.txt is always read)
     confusions = ["的→地"]               # extra candidate pairs
     settings = { max_edits = 3 }        # any decoding setting (python -m corrector settings)
 
@@ -34,6 +35,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 FILE_NAMES = (".electra-csc.toml", "pyproject.toml")
+WORDS_FILE = ".electra-csc-words.txt"  # the project's own words, kept as written (the editor's "ignore" writes here)
 FIX_CONFIDENCE = 0.9  # where about nine edits in ten are right: the confidences are calibrated probabilities
 PER_FILE = {"report", "fix", "parts", "protect", "protect-files", "confusions", "settings"}
 KEYS = PER_FILE | {"model", "include", "exclude", "overrides"}
@@ -87,8 +89,9 @@ class LintConfig:
         return out
 
 
-def find_config(start: Path, explicit: Path | None = None) -> LintConfig:
-    """The configuration for files under ``start`` (``explicit``: that file)."""
+def find_config(start: Path, explicit: Path | None = None, default_root: Path | None = None) -> LintConfig:
+    """The configuration for files under ``start`` (``explicit``: that file); none found, the defaults, rooted at
+    ``default_root`` (else the current folder)."""
     if explicit is not None:
         if not explicit.is_file():
             raise ConfigError(f"--config {explicit}: no such file")
@@ -105,7 +108,19 @@ def find_config(start: Path, explicit: Path | None = None) -> LintConfig:
                 return _config(path, table)
         if (here / ".git").exists():
             break
-    return LintConfig(root=Path.cwd())
+    return _with_project_words(LintConfig(root=(default_root or Path.cwd()).resolve()))
+
+
+def _with_project_words(config: LintConfig) -> LintConfig:
+    """``config`` with the words of the project's word list (``WORDS_FILE`` beside the configuration) protected."""
+    words = config.root / WORDS_FILE
+    if not words.is_file():
+        return config
+    try:
+        listed = [w.strip() for w in words.read_text(encoding="utf-8").splitlines() if w.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{words}: {e}") from None
+    return replace(config, base=replace(config.base, protect=tuple(dict.fromkeys((*config.base.protect, *listed)))))
 
 
 def _table(path: Path) -> dict[str, Any] | None:
@@ -139,8 +154,9 @@ def _config(path: Path, table: dict[str, Any]) -> LintConfig:
     model = table.get("model")
     if model is not None and not isinstance(model, str):
         raise ConfigError(f"{where}: model must be a path")
-    return LintConfig(root, path, str(root / model) if model else None, tuple(table.get("include", ())),
-                      tuple(table.get("exclude", ())), _apply(FileSettings(), table, root, where), tuple(overrides))
+    return _with_project_words(LintConfig(root, path, str(root / model) if model else None,
+                                          tuple(table.get("include", ())), tuple(table.get("exclude", ())),
+                                          _apply(FileSettings(), table, root, where), tuple(overrides)))
 
 
 def _strings(value: Any) -> bool:
