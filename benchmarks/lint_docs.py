@@ -209,8 +209,8 @@ def main(argv: list[str] | None = None) -> None:
             "correct_batch_chars_per_s": round(prose_chars / batch_s),
             "cached_files_per_s": round(len(files) / cached_s), "trap_examples": in_traps[:5],
         }
-    for k, v in out.items():
-        print(f"{k:28} {v}")
+    for name, value in out.items():
+        print(f"{name:28} {value}")
     if args.json:
         args.json.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
 
