@@ -223,3 +223,23 @@ def test_a_real_corrector_finds_in_prose_what_correct_batch_finds(forced_bundle,
             if at is not None:
                 expected.add((*doc.line_col(at), e.target))
     assert got == expected and got and all(line in (1, 3) for line, _, _ in got)
+
+
+def test_through_a_running_service_the_findings_are_the_same(forced_bundle, forced, here, capsys):
+    """--server: the texts go to POST /correct of a real server (the same tiny model), and the findings are those of
+    the model loaded here (less the alternatives, which the service does not return)."""
+    from live_server import in_thread
+
+    (here / "page.md").write_text("# 今天天气\n\n我们去公园，`代码` 散步吧。\n", encoding="utf-8")
+    local = [json.loads(line) for line in lint(capsys, "page.md", "--model", str(forced_bundle), "--no-cache",
+                                                 "--format", "jsonl")[1].splitlines()]
+    with in_thread(forced) as (host, port):
+        code, out, err = lint(capsys, "page.md", "--server", f"http://{host}:{port}", "--no-cache", "--format", "jsonl")
+    remote = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and local, err
+
+    def key(r: dict) -> tuple:
+        return r["line"], r["column"], r["source"], r["target"], r["confidence"]
+    assert [key(r) for r in remote] == [key(r) for r in local]
+    code, _, err = lint(capsys, "page.md", "--server", "http://127.0.0.1:9", "--no-cache")
+    assert code == 2 and err.startswith("error: http://127.0.0.1:9/correct:") and err.count("\n") == 1
