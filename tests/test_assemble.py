@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +126,11 @@ def test_the_folder_is_assembled_at_the_pinned_commits(mirror, tmp_path, capsys)
     main(["--out", str(again), "--sources", str(sources), "--mirror", m.as_uri(), "--only", "corpus/"])
     assert (again / "corpus" / "docs.txt.gz").read_bytes() == (out / "corpus" / "docs.txt.gz").read_bytes()
     assert not (again / "csc").exists()  # --only: the evaluation sets are read for decontamination, not written
+    fetched = capsys.readouterr().err
+    assert re.search(r"^fetched org/ecspell@[0-9a-f]{12}: \d+\.\d MB$", fetched, re.M), fetched  # each fetch's size
+    for repo in (out / ".sources").glob("*/*"):  # the pinned commit alone, without history
+        assert subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True,
+                              text=True).stdout.strip() == "1"
 
 
 def test_a_fetch_that_fails_is_one_line(mirror, tmp_path):
