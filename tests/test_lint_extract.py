@@ -132,3 +132,26 @@ def test_columns_count_code_points_outside_the_basic_plane():
                                        ("e.po", "gettext"), ("f.rs", "code"), ("g.unknownext", None), ("Makefile", None)])
 def test_kinds_by_name(name, kind):
     assert kind_of(name) == kind
+
+
+def test_tree_sitter_reads_code_where_its_grammar_is_installed():
+    """With tree-sitter and a grammar installed (the dev extra installs Python's and JavaScript's), code is read by the
+    grammar: the same prose as Pygments finds, interpolations and escapes as context; without one, Pygments reads it."""
+    from corrector.lint.code import code_blocks, lexer_for
+    from corrector.lint.syntax_tree import parser_for
+
+    assert parser_for("a.py") is not None and parser_for("a.js") is not None and parser_for("a.unknownext") is None
+    code = '# 注释以经\n# 第二行\nx = "字符串以经\\n以经" + f"格式{y}以经"\ndef f():\n    """文档以经"""\n'
+    by_tree = found(code, "a.py")
+    assert by_tree == {1: [5], 3: [9, 13, 26], 5: [10]}
+    pygments = {}
+    for block in code_blocks(code, lexer_for("a.py")):
+        for i in (i for i in range(len(block.text)) if block.text.startswith("以经", i)):
+            if (at := block.locate(i)) is not None:
+                line, col = Document("a.py", code).line_col(at)
+                pygments.setdefault(line, []).append(col)
+    assert pygments == by_tree
+    [fstring] = [b for b in blocks_of(Document("a.py", code), "code") if "格式" in b.text]
+    assert fstring.text == "格式{y}以经" and fstring.locate(2) is None  # the interpolation: context only
+    js = '// 注释以经\nconst t = `模板${x}以经`; /* 块以经 */\n'
+    assert found(js, "a.js") == {1: [6], 2: [18, 27]}

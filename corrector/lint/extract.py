@@ -1,5 +1,6 @@
 """Which parser reads a file, by its name: Markdown, HTML, plain text, data files, gettext catalogues, or source
-code (any language Pygments knows). A file of none of these kinds is not checked."""
+code (tree-sitter's grammar where one is installed, else any language Pygments knows). A file of none of these kinds
+is not checked."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from .document import Block, Document
 from .html import html_blocks
 from .markdown import markdown_blocks
 from .prose import paragraphs
+from .syntax_tree import parser_for, tree_blocks
 
 MARKDOWN = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
 HTML = {".html", ".htm", ".xhtml"}
@@ -37,6 +39,8 @@ def blocks_of(doc: Document, kind: str, parts: Iterable[str] = PARTS) -> list[Bl
         return html_blocks(doc.text)
     if kind == "text":
         return paragraphs(doc.text)
+    if kind == "code" and (parser := parser_for(doc.path)) is not None:
+        return tree_blocks(doc.text, parser, parts)
     lexer = lexer_for(doc.path if kind == "code" else f"x{PurePath(doc.path).suffix or '.json'}")
     if lexer is None:
         return []
