@@ -130,7 +130,7 @@ def test_the_service_names_its_extra_then_serves_once_it_is_installed(wheel, ven
     missing = run(user, venv, "-m", "corrector", "serve")
     assert missing.returncode != 0 and missing.stdout == ""
     assert missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr, missing.stderr
-    assert missing.stderr.startswith("error: the service needs the 'service' extra")
+    assert missing.stderr.startswith("error: 'serve' needs the 'service' extra")
     assert "pip install 'fastapi>=" in missing.stderr and "electra-csc[" not in missing.stderr
     assert "electra_csc-" in missing.stderr and ".whl[service]" in missing.stderr
 

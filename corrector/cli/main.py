@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
         elif argv and argv[0] == "settings":
             code = run_settings(argv[1:])
         elif argv and argv[0] == "serve":
-            code = run_serve(argv[1:])
+            code = run_registered("serve", argv[1:])
         elif argv and argv[0] == "adapt":
             code = run_adapt(argv[1:])
         elif argv and argv[0] == "lint":
@@ -142,22 +142,24 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
-def run_serve(argv: list[str]) -> int:
-    """The HTTP service: installed as corrector.service; in a checkout that is not installed, its service/."""
-    import importlib
+COMMANDS = "electra_csc.commands"  # the entry-point group of subcommands other parts register (the service: 'serve')
+
+
+def run_registered(name: str, argv: list[str]) -> int:
+    """A subcommand another part of the package registers under ``COMMANDS`` (pyproject.toml): the HTTP service
+    registers ``serve``, so that this command line names no module above it. A missing extra is one line."""
+    from importlib.metadata import entry_points
 
     from corrector.model_path import missing_extra
 
+    found = [ep for ep in entry_points(group=COMMANDS) if ep.name == name]
+    if not found:
+        raise CliError(f"'{name}' is registered when the package is installed (pip install -e . in a checkout)")
     try:
-        try:
-            service_cli = importlib.import_module("corrector.service.cli")
-        except ModuleNotFoundError as e:
-            if e.name not in ("corrector.service", "corrector.service.cli"):
-                raise
-            service_cli = importlib.import_module("service.cli")
-    except ModuleNotFoundError as e:  # fastapi, uvicorn, pydantic, ...: the service extra is not installed
-        raise CliError(missing_extra(e, "the service", "service")) from None
-    service_cli.main(argv, prog="python -m corrector serve")
+        command = found[0].load()
+    except ModuleNotFoundError as e:  # fastapi, uvicorn, pydantic, ...: the extra is not installed
+        raise CliError(missing_extra(e, f"'{name}'", found[0].extras[0] if found[0].extras else name)) from None
+    command(argv, prog=f"python -m corrector {name}")
     return 0
 
 

@@ -19,7 +19,7 @@ from .modeling import tie_embeddings
 from .stacking import load_stacked
 
 if TYPE_CHECKING:
-    from .pretrain import ElectraPretrainer
+    from .pretrainer import ElectraPretrainer
 
 FORK_FILE = "fork.json"  # in an arm's run folder: where it was forked from and what it changed
 
