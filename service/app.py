@@ -18,21 +18,16 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
+from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 
 from corrector import CorrectorError
 
 from .access import AccessMiddleware, RateLimiter
 from .batching import DirectRunner, MicroBatcher, Runner
+from .body_guard import BodyGuardMiddleware
 from .cost import measure_rate
-from .errors import (
-    BodyGuardMiddleware,
-    JSONResponse,
-    ShutdownGuardMiddleware,
-    UnexpectedErrorMiddleware,
-    install_error_handlers,
-    server_maxima,
-)
+from .errors import JSONResponse, install_error_handlers, server_maxima
 from .metrics import Metrics, MetricsMiddleware
 from .protocol import ConnectionCapMiddleware
 from .request_id import RequestIdMiddleware
@@ -47,6 +42,8 @@ from .routes import (
 )
 from .schemas import max_json_values
 from .settings import ServiceSettings
+from .shutdown_guard import ShutdownGuardMiddleware
+from .unexpected_errors import UnexpectedErrorMiddleware
 from .work import SupportsWorkUnits
 
 log = logging.getLogger("service")
@@ -144,18 +141,19 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
     app.include_router(ops_router)
     app.include_router(demo_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    # the first added runs innermost: request ID, metrics, unexpected errors, shutdown guard, access, body guard
-    app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES,
-                       timeout=settings.body_timeout_s, max_values=max_json_values(settings.max_texts))
     keys = settings.keys()
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst) if settings.rate_limit_per_s else None
-    if keys or limiter is not None:
-        app.add_middleware(AccessMiddleware, keys=keys, protected=KEYED_PATHS, limiter=limiter, limited=LIMITED_ROUTES)
-    app.add_middleware(ShutdownGuardMiddleware)
-    app.add_middleware(ConnectionCapMiddleware, refused=lambda cap: metrics.connections_refused.labels(cap).inc())
-    app.add_middleware(UnexpectedErrorMiddleware)
-    app.add_middleware(MetricsMiddleware, metrics=metrics, known_paths=known_paths(app), mounts=mount_paths(app))
-    app.add_middleware(RequestIdMiddleware, access_log=settings.access_log)  # outermost: every log line has the ID
+    app.user_middleware = [  # the stack, outermost first (Starlette builds it from this list)
+        Middleware(RequestIdMiddleware, access_log=settings.access_log),  # every log line below has the request's ID
+        Middleware(MetricsMiddleware, metrics=metrics, known_paths=known_paths(app), mounts=mount_paths(app)),
+        Middleware(UnexpectedErrorMiddleware),
+        Middleware(ConnectionCapMiddleware, refused=lambda cap: metrics.connections_refused.labels(cap).inc()),
+        Middleware(ShutdownGuardMiddleware),
+        *([Middleware(AccessMiddleware, keys=keys, protected=KEYED_PATHS, limiter=limiter, limited=LIMITED_ROUTES)]
+          if keys or limiter is not None else []),
+        Middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES,
+                   timeout=settings.body_timeout_s, max_values=max_json_values(settings.max_texts)),
+    ]
     document_this_server(app, settings, bool(keys))
     return app
 

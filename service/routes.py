@@ -15,7 +15,8 @@ from corrector import Correction, CorrectorError
 from .admitted import Refused, ServiceClosing, TooSlow
 from .batching import INLINE_CHARS
 from .deps import CorrectorDep, MetricsDep, RunnerDep, SettingsDep
-from .errors import JSONResponse, ParsedBodyRoute, over_maximum, server_maxima
+from .errors import JSONResponse, over_maximum, server_maxima
+from .json_body import ParsedBodyRoute
 from .metrics import CLIENT_GONE
 from .schemas import (
     CorrectionOut,

@@ -73,12 +73,12 @@ def test_timeout_is_504_json(forced_corrector):
 def test_a_body_of_more_values_than_a_request_can_hold_is_413_unparsed(forced_corrector, monkeypatch):
     """Before: 2 MiB of [{"a":1}, ...] were parsed (up to 0.66 CPU-seconds each) before being refused (issue 61, 6).
     Now a byte scan counts the values first; commas inside a text's string do not count."""
-    from service import errors
+    from service import body_guard
     from service.schemas import max_json_values
 
     parsed = []
-    real = errors.parse_json
-    monkeypatch.setattr(errors, "parse_json", lambda *a, **k: parsed.append(1) or real(*a, **k))
+    real = body_guard.parse_json
+    monkeypatch.setattr(body_guard, "parse_json", lambda *a, **k: parsed.append(1) or real(*a, **k))
     with TestClient(create_app(ServiceSettings(), corrector=forced_corrector)) as c:
         flood = b"[" + b",".join([b'{"a":1}'] * 200_000) + b"]"
         r = c.post("/correct", content=flood, headers=JSON)
@@ -90,4 +90,4 @@ def test_a_body_of_more_values_than_a_request_can_hold_is_413_unparsed(forced_co
         ok = c.post("/correct", content=commas, headers=JSON)
         assert ok.status_code == 200, ok.text
     # inside strings nothing counts, escaped backslashes and quotes included (the bound: 2 ':', 2 ',', 1 '[', + 1)
-    assert errors.json_values_at_most(b'{"t": "' + b'a\\\\\\"b,c,:[d' * 2000 + b'", "u": [1, 2]}') == 6
+    assert body_guard.json_values_at_most(b'{"t": "' + b'a\\\\\\"b,c,:[d' * 2000 + b'", "u": [1, 2]}') == 6
