@@ -114,6 +114,12 @@ def test_the_cli_and_batch_from_the_installed_wheel(venv, user):
     assert json.loads(script.stdout)["target"] == "今天天气很好"
     version = run(user, venv, "-m", "corrector", "--version")
     assert version.stdout.startswith("electra-csc ") and version.returncode == 0
+    (user["cwd"] / "page.md").write_text(f"{TYPO}\n", encoding="utf-8")
+    lint = run(user, venv, "-m", "corrector", "lint", "page.md")  # without the 'lint' extra: one line, exit 2
+    assert lint.returncode == 2 and lint.stderr.count("\n") == 1, lint.stderr
+    assert lint.stderr.startswith("error: lint needs the 'lint' extra") and ".whl[lint]" in lint.stderr
+    lsp = run(user, venv, "-m", "corrector", "lsp")
+    assert lsp.returncode != 0 and "the language server needs the 'lint' extra" in lsp.stderr, lsp.stderr
 
     (user["cwd"] / "x.txt").write_text(f"{TYPO}\n今天天汽很好\n\n", encoding="utf-8")
     batch = run(user, venv, "-m", "corrector", "batch", "--input", "x.txt", "--output", "out/")
