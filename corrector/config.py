@@ -54,7 +54,9 @@ class CorrectorConfig:
     veto_unreliable_pairs: bool = setting(
         True, "never make an edit a → b that the bundle's ranker got wrong most of the time on the real training "
         "pairs (甚→什 in Taiwan-style text)")
-    batch_size: int = setting(32, "chunks per ONNX call", lo=1, hi=4096, who=SERVER)
+    batch_size: int = setting(32, "chunks per ONNX call: the corrector cuts whatever it is given into calls of "
+                              "similar length (the service's max_batch_size is how many chunks it gives at once)",
+                              lo=1, hi=4096, who=SERVER)
     protect: tuple[str, ...] = setting((), "words never edited inside (a call's words add to the configured ones)")
     confusions: tuple[tuple[str, str], ...] = setting(
         (), "[A, B] pairs of single characters: B is always a candidate for A")

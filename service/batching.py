@@ -16,7 +16,7 @@ assembling run on their own threads (a large ``protect`` list is matched there),
 * a unit is filled with whole chunks of the request it serves, and with fresh requests that fit whole (a small
   request is never cut to fill a unit).
 
-The policy, for any mix of requests:
+The policy, for any mix of requests (``service/scheduling.py`` keeps the queues and applies it):
 
 * A request that has not had a unit yet is *fresh*; fresh requests are served first come, first served,
   and ``MicroBatcher`` gathers fresh requests with equal options into one unit (waiting up to
@@ -56,6 +56,7 @@ from corrector.text.chars import is_cjk
 
 from .admitted import Admitted, Plan, Refused, ServiceClosing, TooSlow, Unit
 from .cost import Admission, AdmissionSpeed, admit, cost_factor, overdue
+from .scheduling import Schedule
 from .schemas import CorrectOptions
 from .work import SupportsWorkUnits
 
@@ -64,7 +65,6 @@ __all__ = ["DirectRunner", "MicroBatcher", "Plan", "Refused", "Runner", "Service
 log = logging.getLogger(__name__)
 
 BatchObserver = Callable[[int, float], None]  # called with the chunks and the seconds of every model call
-PROBE = 0.25  # a long request's first unit, in units: its text may be far dearer than the expected speed
 PREPARE_THREADS = 2  # a small request is never prepared behind one long text
 BUSY_WINDOW_S = 10.0  # the model's utilisation is measured over at most this much recent time
 INLINE_CHARS = 500  # a request this small is prepared and assembled on the event loop (a few milliseconds at most)
@@ -99,9 +99,7 @@ class Runner:
         self._reserved: dict[int, tuple[float, float]] = {}  # id of an admitted plan being prepared -> (model
         #                                                      seconds, deadline)
         self._closing = False
-        self._fresh: deque[Admitted] = deque()  # no unit yet, first come first served
-        self._served: deque[Admitted] = deque()  # had a unit, pieces left: round-robin
-        self._owed = False  # the last unit went to fresh requests while a request being served waited
+        self._queue = Schedule(self.gather, max_batch_size)  # the requests waiting for units, and the policy
         self._admitted: list[Admitted] = []  # every request not answered yet, in the order admitted
         self._busy: deque[tuple[float, float]] = deque()  # (loop time it ended, seconds) of recent model calls
         self._wakeup = asyncio.Event()
@@ -117,7 +115,7 @@ class Runner:
     @property
     def queued(self) -> int:
         """Requests waiting for a unit or between their units."""
-        return len(self._fresh) + len(self._served)
+        return self._queue.waiting
 
     @property
     def unit_seconds(self) -> float:
@@ -137,17 +135,15 @@ class Runner:
         self._closing = True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while (self._live() or self._running or self._reserved) and loop.time() < deadline:
+        while (self._queue.live() or self._running or self._reserved) and loop.time() < deadline:
             await asyncio.sleep(0.01)
         if self._collector is not None:
             self._collector.cancel()
             await asyncio.gather(self._collector, return_exceptions=True)
             self._collector = None
-        for r in (*self._fresh, *self._served):
+        for r in self._queue.clear():
             if not r.future.done():
                 r.future.set_exception(ServiceClosing("the service is shutting down"))
-        self._fresh.clear()
-        self._served.clear()
         for pool in (self._executor, self._preparer):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)  # a call still running finishes on its own
@@ -200,7 +196,7 @@ class Runner:
                            many_units=plan.chars > self.unit_seconds * expected)
         if not request.remaining:
             return prepared.assemble([])  # no chunk: empty texts
-        self._fresh.append(request)
+        self._queue.add(request)
         self._admitted.append(request)
         self._wakeup.set()
         try:
@@ -214,37 +210,25 @@ class Runner:
 
     # ---- inside the event loop -------------------------------------------------------------------
 
-    def _live(self) -> bool:
-        """Drop requests whose caller is gone or that have nothing left to hand out; is any left?"""
-        for queue in (self._fresh, self._served):
-            if any(r.future.done() or not r.remaining for r in queue):
-                kept = [r for r in queue if not r.future.done() and r.remaining]
-                queue.clear()
-                queue.extend(kept)
-        return bool(self._fresh or self._served)
-
-    def _fresh_next(self) -> bool:
-        return bool(self._fresh) and (not self._served or not self._owed)
-
     async def _collect(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             await self._slots.acquire()  # while every slot is busy, requests pile up in the queues
             try:
-                while not self._live():
+                while not self._queue.live():
                     self._wakeup.clear()
                     await self._wakeup.wait()
                 # a fresh request waits at most max_wait for company, counting time spent behind a busy slot
-                if self.max_wait > 0 and self._fresh_next():
-                    deadline = min(r.since for r in self._fresh) + self.max_wait
-                    while len(self._fresh) < self.max_batch_size and (remaining := deadline - loop.time()) > 0:
+                if self.max_wait > 0 and self._queue.fresh_next():
+                    deadline = self._queue.first_since() + self.max_wait
+                    while self._queue.fresh < self.max_batch_size and (remaining := deadline - loop.time()) > 0:
                         self._wakeup.clear()
                         try:
                             await asyncio.wait_for(self._wakeup.wait(), remaining)
                         except asyncio.TimeoutError:
                             break
-                        self._live()
-                unit = self._take()
+                        self._queue.live()
+                unit = self._queue.take(self.unit_seconds)
             except BaseException:
                 self._slots.release()
                 raise
@@ -254,57 +238,6 @@ class Runner:
             task = asyncio.create_task(self._run(unit))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
-
-    def _take(self) -> Unit | None:
-        """The next unit (see the policy in the module docstring)."""
-        if not self._live():
-            return None
-        if self._fresh_next():
-            leader = self._fresh[0]
-            company = [r for r in self._fresh if r is not leader and r.options == leader.options] if self.gather else []
-            members = [leader, *company]
-            self._owed = bool(self._served)
-        else:
-            leader = self._served.popleft()
-            members = [leader]
-            self._owed = False
-        unit = self._fill(leader.options, members)
-        for r in {id(r): r for r, _ in unit.parts}.values():
-            if r in self._fresh:
-                self._fresh.remove(r)
-            if r.remaining and r not in self._served:
-                self._served.append(r)
-        return unit
-
-    def _fill(self, options: CorrectOptions, members: list[Admitted]) -> Unit:
-        """Round-robin over ``members``, one part each in turn, while the unit has time and room left (at most
-        ``max_batch_size`` chunks): its first part as large as one unit allows, then whole chunks of it and whole
-        requests of its company that fit."""
-        unit = Unit(options)
-        probed = None  # a long request's first part: its speed is unknown, so it gets only that in this unit
-        added = True
-        while added and unit.size < self.max_batch_size:
-            added = False
-            for r in members:
-                room = self.max_batch_size - unit.size
-                if not r.remaining or room <= 0 or r is probed:
-                    continue
-                if not unit.parts:
-                    probe = r.many_units and not r.next
-                    probed = r if probe else None
-                    taken = r.take(max(1, int(self.unit_seconds * r.speed * (PROBE if probe else 1.0))), room)
-                elif r is unit.parts[0][0]:  # the request the unit serves: the whole chunks that fit
-                    budget = int((self.unit_seconds - unit.seconds) * r.speed)
-                    if budget < r.next_size():
-                        continue
-                    taken = r.take(budget, room)
-                else:  # company: only a whole request that fits (a small request is never cut to fill a unit)
-                    if unit.seconds + r.rest_size() / r.speed > self.unit_seconds or r.chunks_left() > room:
-                        continue
-                    taken = r.take(r.rest_size(), room)
-                unit.add(r, taken)
-                added = True
-        return unit
 
     async def _run(self, unit: Unit) -> None:
         loop = asyncio.get_running_loop()

@@ -68,7 +68,10 @@ class ServiceSettings(BaseSettings):
 
     # --- micro-batching --------------------------------------------------------------------------
     batching: bool = True  # False = one model call per request
-    max_batch_size: int = Field(default=32, ge=1)  # chunks (sentences) per model call; a larger request is split
+    max_batch_size: int = Field(default=32, ge=1)  # chunks (sentences) per unit the scheduler hands the corrector;
+    #                                                a larger request is split. (The corrector's own batch_size, a
+    #                                                decoding setting, then cuts a unit into ONNX calls of similar
+    #                                                length: two sizes of two layers, both 32 by default.)
     max_batch_chars: int = Field(default=1000, ge=1)  # cost characters per model call; longer texts are cut
     max_wait_ms: float = Field(default=5.0, ge=0)  # how long the first request of a batch waits for company
     max_concurrent_batches: int = Field(default=1, ge=1)  # model calls running at once, each in a worker thread
