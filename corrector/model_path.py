@@ -42,6 +42,17 @@ def shipped_model_path() -> Path:
     return in_checkout  # absent: Corrector.load names it in its error
 
 
+def installed_version() -> str | None:
+    """The installed package's version, or None when it is not installed (a checkout on ``PYTHONPATH``). Looked up
+    only when asked for: importlib.metadata is slow to import."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("electra-csc")
+    except PackageNotFoundError:
+        return None
+
+
 def install_hint(extra: str, checkout: bool | None = None) -> str:
     """The command that installs an extra: in a checkout an editable install; installed from a wheel, the extra's
     own requirements as the installed package's metadata lists them (the package is not on an index to ask for

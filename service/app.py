@@ -195,9 +195,6 @@ def mount_paths(app: FastAPI) -> tuple[str, ...]:
 
 
 def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from corrector.model_path import installed_version
 
-    try:
-        return version("electra-csc")
-    except PackageNotFoundError:
-        return "0"
+    return installed_version() or "0"

@@ -103,12 +103,9 @@ def build_parser(prog: str = "python -m service") -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from corrector.model_path import installed_version
 
-    try:
-        return f"electra-csc {version('electra-csc')}"
-    except PackageNotFoundError:
-        return "electra-csc (not installed)"
+    return f"electra-csc {installed_version() or '(not installed)'}"
 
 
 def settings_error(error: ValidationError) -> str:

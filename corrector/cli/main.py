@@ -81,12 +81,9 @@ class _Version(argparse.Action):
 def version_line(model: str | None = None) -> str:
     """The installed version, and the model's name, version and shape (``--model`` when given before
     ``--version``, else ``CSC_MODEL_DIR`` or the default bundle): bigger networks are slower."""
-    from importlib.metadata import PackageNotFoundError, version
+    from corrector.model_path import installed_version
 
-    try:
-        line = f"electra-csc {version('electra-csc')}"
-    except PackageNotFoundError:
-        line = "electra-csc (not installed)"
+    line = f"electra-csc {installed_version() or '(not installed)'}"
     shape = model_shape(model)
     return f"{line}; {shape}" if shape else line
 

@@ -148,27 +148,18 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _emit(args: argparse.Namespace, findings: list[Any], checked: Checked, model: str | None) -> None:
+    from corrector.model_path import installed_version
+
     color = args.color == "always" or (args.color == "auto" and args.output is None and sys.stdout.isatty()
                                        and "NO_COLOR" not in os.environ)
-    text = render(args.format, findings, version=_version() if args.format in ("json", "sarif") else "",
-                  model=str(model or "default"), color=color,
+    # (importlib.metadata is slow to import: the version is looked up only for the formats that say it)
+    version = (installed_version() or "0+checkout") if args.format in ("json", "sarif") else ""
+    text = render(args.format, findings, version=version, model=str(model or "default"), color=color,
                   files=checked.files)
     if args.output is not None:
         args.output.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
-
-
-def _version() -> str:
-    from importlib.metadata import (  # (slow to import: only for the formats that say it)
-        PackageNotFoundError,
-        version,
-    )
-
-    try:
-        return version("electra-csc")
-    except PackageNotFoundError:
-        return "0+checkout"
 
 
 def _bundle_path(model: str | None) -> Path:

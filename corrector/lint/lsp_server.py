@@ -97,7 +97,9 @@ def create_server() -> Any:
     from lsprotocol import types  # the 'lint' extra
     from pygls.lsp.server import LanguageServer
 
-    server = LanguageServer(SOURCE, _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+    from corrector.model_path import installed_version
+
+    server = LanguageServer(SOURCE, installed_version() or "0+checkout", text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
     state = _State()
 
     def fs_path(uri: str) -> Path:
@@ -286,15 +288,6 @@ def _disable_comment(name: str) -> str | None:
             mark = next((LINE_COMMENTS[a] for a in lexer.aliases if a in LINE_COMMENTS), None)
         return f"  {mark} electra-csc: disable-line" if mark else None
     return None
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("electra-csc")
-    except PackageNotFoundError:
-        return "0+checkout"
 
 
 def main(argv: list[str]) -> int:
