@@ -71,7 +71,9 @@ class Raw:
     alternatives: tuple[str, ...]
 
 
-Correct = Callable[[list[str], dict[str, Any]], list[list[tuple[int, str, str, float, str, tuple[str, ...]]]]]
+EditRow = tuple[int, str, str, float, str, tuple[str, ...]]  # position, source, target, confidence, reason,
+#                                                              alternatives: one edit as a corrector pass gives it
+Correct = Callable[[list[str], dict[str, Any]], list[list[EditRow]]]
 
 
 def corrector_pass(corrector: Any) -> Correct:
@@ -80,7 +82,7 @@ def corrector_pass(corrector: Any) -> Correct:
     from corrector.explain import alternatives
     from corrector.stages import assemble
 
-    def run(texts: list[str], settings: dict[str, Any]) -> list[list[tuple[int, str, str, float, str, tuple[str, ...]]]]:
+    def run(texts: list[str], settings: dict[str, Any]) -> list[list[EditRow]]:
         prepared = corrector.prepare(texts, **settings)
         decided = [corrector.decide(s, prepared.settings) for s in corrector.score(prepared)]
         others = alternatives(decided, corrector.vocab)
@@ -113,7 +115,7 @@ def disabled_lines(doc: Document) -> set[int]:
 
 
 def raw_edits(blocks: Sequence[Block], doc: Document,
-              corrected: Sequence[Sequence[tuple[int, str, str, float, str, tuple[str, ...]]]]) -> list[Raw]:
+              corrected: Sequence[Sequence[EditRow]]) -> list[Raw]:
     """The edits of ``blocks`` (``corrected``: each block's) that lie in prose, at their offsets in ``doc``."""
     out = []
     for block, edits in zip(blocks, corrected):
@@ -142,10 +144,8 @@ def findings_of(doc: Document, raws: Sequence[Raw], settings: FileSettings, repo
 
 def settings_key(settings: FileSettings, kind: str, report: float | None) -> str:
     """What the corrector's answer for a file depends on besides its bytes and the bundle."""
-    decoding = settings.decoding()
-    if report is not None:
-        decoding["threshold"] = report
-    return json.dumps({"kind": kind, "parts": settings.parts, "decoding": decoding}, sort_keys=True, default=list)
+    return json.dumps({"kind": kind, "parts": settings.parts, "decoding": settings.decoding(report)}, sort_keys=True,
+                      default=list)
 
 
 @dataclass
@@ -184,10 +184,7 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
             raws[t.shown] = hit
             cached += 1
             continue
-        decoding = settings.decoding()
-        if report is not None:
-            decoding["threshold"] = report
-        todo.setdefault(json.dumps(decoding, sort_keys=True, default=list), []).append(
+        todo.setdefault(json.dumps(settings.decoding(report), sort_keys=True, default=list), []).append(
             (t, doc, blocks_of(doc, t.kind, settings.parts), key))
     chars = 0
     if todo:
@@ -210,7 +207,7 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
 
 
 def _in_parts(run: Correct, texts: list[str], decoding: dict[str, Any], progress: bool,
-              part_chars: int = 200_000) -> list[list[tuple[int, str, str, float, str, tuple[str, ...]]]]:
+              part_chars: int = 200_000) -> list[list[EditRow]]:
     """``run`` over ``texts`` in parts of about ``part_chars`` characters (a bar on stderr with ``progress``): the
     answers do not depend on how the texts are grouped."""
     parts: list[list[str]] = [[]]
@@ -221,7 +218,7 @@ def _in_parts(run: Correct, texts: list[str], decoding: dict[str, Any], progress
             size = 0
         parts[-1].append(t)
         size += len(t)
-    out: list[list[tuple[int, str, str, float, str, tuple[str, ...]]]] = []
+    out: list[list[EditRow]] = []
     from tqdm import tqdm
 
     with tqdm(total=sum(map(len, texts)), unit="char", unit_scale=True, disable=not progress, file=sys.stderr,

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -128,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {line}\n")
     findings = checked.findings
     if fix_at is not None:
-        findings = [f.__class__(**{**f.__dict__, "fix": f.confidence >= fix_at}) for f in findings]
+        findings = [replace(f, fix=f.confidence >= fix_at) for f in findings]
     if args.baseline is not None:
         findings = _baseline(args.baseline, findings, args.update_baseline)
     if args.fix or args.diff:

@@ -18,10 +18,11 @@ import asyncio
 import logging
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .check import Correct, Finding, corrector_pass, findings_of, raw_edits, settings_key
+from .check import Correct, EditRow, Finding, corrector_pass, findings_of, raw_edits, settings_key
 from .document import Document
 from .extract import blocks_of, kind_of
 from .project_config import FILE_NAMES, WORDS_FILE, ConfigError, LintConfig, find_config
@@ -43,11 +44,12 @@ class _State:
         self.root = Path.cwd()
         self.config = LintConfig(root=self.root)
         self.options: dict[str, Any] = {}
-        self.blocks: OrderedDict[tuple[str, str], list] = OrderedDict()  # (settings, block text) -> its edits
+        self.blocks: OrderedDict[tuple[str, str], list[EditRow]] = OrderedDict()  # (settings, block text) -> its edits
         self.findings: dict[str, list[Finding]] = {}  # uri -> what was published
         self.pending: dict[str, asyncio.Task[None]] = {}
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="csc-lsp")
         self._pass: asyncio.Future[Correct] | None = None
+        self._pass_model: str | None = None  # the bundle the pass was loaded from
 
     def configure(self, root: Path | None, options: dict[str, Any] | None) -> None:
         if root is not None:
@@ -60,13 +62,18 @@ class _State:
             log.warning("%s", e)
             self.config = LintConfig(root=self.root)
         self.blocks.clear()
-        self._pass = None if self.options.get("model") != getattr(self, "_model", None) else self._pass
-        self._model = self.options.get("model")
+        if self.model != self._pass_model:  # another bundle (the client's settings or the configuration's)
+            self._pass = None
+
+    @property
+    def model(self) -> str | None:
+        """The bundle in force: the client's setting, else the configuration's (None: the shipped one)."""
+        return self.options.get("model") or self.config.model
 
     def correct(self) -> asyncio.Future[Correct]:
         """The corrector's pass, loaded once in the worker thread (the first check waits for it)."""
         if self._pass is None:
-            model = self.options.get("model") or self.config.model
+            model = self._pass_model = self.model
 
             def load() -> Correct:
                 from corrector import Corrector
@@ -75,7 +82,7 @@ class _State:
             self._pass = asyncio.ensure_future(asyncio.get_running_loop().run_in_executor(self.pool, load))
         return self._pass
 
-    async def corrected(self, texts: list[str], key: str, decoding: dict[str, Any]) -> list[list]:
+    async def corrected(self, texts: list[str], key: str, decoding: dict[str, Any]) -> list[list[EditRow]]:
         """Each text's edits: those of texts seen before with the same settings (``key``) as they were, the others
         corrected now, together, in the worker thread."""
         missing = list(dict.fromkeys(t for t in texts if (key, t) not in self.blocks))
@@ -124,13 +131,12 @@ def create_server() -> Any:
         report = state.confidence("minConfidence")
         key = settings_key(settings, kind, report)
         blocks = blocks_of(document, kind, settings.parts)
-        decoding = settings.decoding() | ({"threshold": report} if report is not None else {})
-        edits = await state.corrected([b.text for b in blocks], key, decoding)
+        edits = await state.corrected([b.text for b in blocks], key, settings.decoding(report))
         if ls.workspace.get_text_document(uri).version != version:
             return  # changed meanwhile: the newer check publishes
         raws = raw_edits(blocks, document, edits)
         fix = state.confidence("fixConfidence")
-        found = [f if fix is None else _with_fix(f, f.confidence >= fix)
+        found = [f if fix is None else replace(f, fix=f.confidence >= fix)
                  for f in findings_of(document, raws, settings, report)]
         state.findings[uri] = found
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
@@ -219,20 +225,21 @@ def create_server() -> Any:
         actions: list[types.CodeAction] = []
         wanted = params.context.only
         if not wanted or any(k.startswith(types.CodeActionKind.QuickFix) for k in wanted):
+            comment = _disable_comment(fs_path(uri).name)
             for f in found:
-                span = diagnostic(doc, f).range
+                shown = diagnostic(doc, f)
+                span = shown.range
                 if not _overlaps(span, params.range):
                     continue
                 for i, target in enumerate((f.target, *f.alternatives)):
                     actions.append(types.CodeAction(
                         title=f"Replace {f.source} with {target}", kind=types.CodeActionKind.QuickFix,
-                        is_preferred=i == 0, diagnostics=[diagnostic(doc, f)],
+                        is_preferred=i == 0, diagnostics=[shown],
                         edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(span, target)]})))
                 word = _word_at(f)
                 actions.append(types.CodeAction(
                     title=f"Ignore “{word}” in this project", kind=types.CodeActionKind.QuickFix,
                     command=types.Command(title=f"Ignore “{word}”", command="electra-csc.ignoreWord", arguments=[word])))
-                comment = _disable_comment(fs_path(uri).name)
                 if comment:
                     end = doc.client_position_at_offset(f.offset - (f.column - 1) + len(f.context))
                     actions.append(types.CodeAction(
@@ -247,12 +254,6 @@ def create_server() -> Any:
         return actions
 
     return server
-
-
-def _with_fix(f: Finding, fix: bool) -> Finding:
-    from dataclasses import replace
-
-    return replace(f, fix=fix)
 
 
 def _overlaps(a: Any, b: Any) -> bool:

@@ -56,15 +56,17 @@ class FileSettings:
     confusions: tuple[tuple[str, str], ...] = ()
     settings: tuple[tuple[str, Any], ...] = ()  # decoding settings, sorted by name
 
-    def decoding(self) -> dict[str, Any]:
-        """The corrector's settings for this file's texts."""
+    def decoding(self, report: float | None = None) -> dict[str, Any]:
+        """The corrector's settings for this file's texts (``report``: the command line's report confidence, which
+        wins over the file's)."""
         out = dict(self.settings)
         if self.protect:
             out["protect"] = self.protect
         if self.confusions:
             out["confusions"] = self.confusions
-        if self.report is not None:
-            out["threshold"] = self.report
+        threshold = report if report is not None else self.report
+        if threshold is not None:
+            out["threshold"] = threshold
         return out
 
 

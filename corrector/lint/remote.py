@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from .check import Correct
+from .check import Correct, EditRow
 
 MAX_TEXTS = 64
 MAX_CHARS = 90_000
@@ -41,8 +41,8 @@ def remote_pass(url: str) -> Correct:
                 raise RemoteError(f"{endpoint}: {getattr(e, 'reason', e)}") from None
         raise RemoteError(f"{endpoint}: still busy after {RETRIES} tries")
 
-    def run(texts: list[str], settings: dict[str, Any]) -> list[list[tuple[int, str, str, float, str, tuple[str, ...]]]]:
-        out: list[list[tuple[int, str, str, float, str, tuple[str, ...]]]] = []
+    def run(texts: list[str], settings: dict[str, Any]) -> list[list[EditRow]]:
+        out: list[list[EditRow]] = []
         i = 0
         while i < len(texts):
             part: list[str] = []
