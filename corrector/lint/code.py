@@ -30,7 +30,8 @@ def lexer_for(name: str) -> Any | None:
 
 
 def _kind(ttype: Any) -> str | None:
-    """'comment', 'string', 'context' (an escape, an interpolation: in the string, not prose) or None."""
+    """'comment', 'string', 'context' (an escape, an interpolation: in the string, not prose), 'key', 'msg' (a
+    gettext keyword) or None."""
     from pygments.token import Comment, Literal, Name, String
 
     if ttype in Comment.Preproc or ttype in Comment.PreprocFile or ttype in Comment.Hashbang:
@@ -43,6 +44,8 @@ def _kind(ttype: Any) -> str | None:
         return "string"
     if ttype in Name.Tag:
         return "key"
+    if ttype in Name.Variable:
+        return "msg"
     return None
 
 
@@ -62,9 +65,12 @@ def code_blocks(text: str, lexer: Any, parts: Iterable[str] = PARTS, data: bool 
             blocks.append(b)
         pieces, current = [], None
 
+    kinds: dict[Any, str | None] = {}  # a lexer emits few token types: each is classified once
     for index, ttype, value in lexer.get_tokens_unprocessed(text):
-        kind = _kind(ttype)
-        if gettext and ttype in _name_variable():
+        if ttype not in kinds:
+            kinds[ttype] = _kind(ttype)
+        kind = kinds[ttype]
+        if gettext and kind == "msg":
             in_msgstr = value.startswith("msgstr")
         if kind == "context" and current == "string":
             pieces.append(Piece(value, None, prose=False))
@@ -84,9 +90,3 @@ def code_blocks(text: str, lexer: Any, parts: Iterable[str] = PARTS, data: bool 
             flush()
     flush()
     return blocks
-
-
-def _name_variable() -> Any:
-    from pygments.token import Name
-
-    return Name.Variable
