@@ -207,8 +207,7 @@ class Builder:
                 disk += stage.cost.get("disk_mb", 0.0)
         if cpu or mixed:
             lines.append(f"{'':16} {'in all':13}  {describe_cost({'cpu_minutes': cpu, 'disk_mb': disk})}"
-                         + (f" ({describe_cost({'cpu_minutes': mixed}).split(' on ')[0]} with the GPU stages on an "
-                            "H100)" if mixed < cpu else ""))
+                         + (f" ({minutes_in_words(mixed)} with the GPU stages on an H100)" if mixed < cpu else ""))
         return lines
 
     def build(self) -> Path | None:
@@ -281,11 +280,14 @@ def say(line: str) -> None:
     print(line, flush=True)  # noqa: T201
 
 
+def minutes_in_words(m: float) -> str:
+    """``8.3 h``, ``15 min`` or ``<1 min``."""
+    return f"{m / 60:.1f} h" if m >= 90 else f"{m:.0f} min" if m >= 1 else "<1 min"
+
+
 def describe_cost(cost: dict[str, float]) -> str:
-    """A stage's ``cost`` in words: ``~6 h on 2 CPU cores, 4.5 min on an H100; 60 MB, peak 3.5 GB``."""
-    def minutes(m: float) -> str:
-        return f"{m / 60:.1f} h" if m >= 90 else f"{m:.0f} min" if m >= 1 else "<1 min"
-    where = [f"{minutes(cost[k])} on {label}" for k, label in (("cpu_minutes", "2 CPU cores"),
+    """A stage's ``cost`` in words: ``8.3 h on 2 CPU cores, 4 min on an H100; 60 MB, peak 3.5 GB``."""
+    where = [f"{minutes_in_words(cost[k])} on {label}" for k, label in (("cpu_minutes", "2 CPU cores"),
                                                               ("gpu_minutes", "an H100")) if cost.get(k)]
     size = [f"{cost['disk_mb'] / 1000:.1f} GB" if cost["disk_mb"] >= 1000 else f"{cost['disk_mb']:.0f} MB"
             ] if cost.get("disk_mb") else []
