@@ -258,7 +258,10 @@ class Runner:
                     if not r.future.done():
                         r.future.set_exception(e)
                 return
-            self._busy.append((loop.time(), seconds))
+            ended = loop.time()
+            self._busy.append((ended, seconds))
+            while self._busy[0][0] < ended - BUSY_WINDOW_S:  # kept for BUSY_WINDOW_S, whether or not anything
+                self._busy.popleft()  # is judged (small requests alone never are)
             self._observe_rate(unit, seconds)
             done = iter(edits)
             for (r, taken), expected in zip(unit.parts, unit.expected):
@@ -280,10 +283,7 @@ class Runner:
         """The model's measured share of wall time since the oldest request now being served began (its busy
         seconds over that time, held between ``share``, what the scheduler guarantees, and ``max_concurrent``):
         the time between units, spent preparing, scheduling and assembling, is no model time."""
-        since = min((r.started for r in self._admitted if not r.future.done()), default=now)
-        while self._busy and self._busy[0][0] < now - BUSY_WINDOW_S:
-            self._busy.popleft()
-        since = max(since, now - BUSY_WINDOW_S)
+        since = max(min((r.started for r in self._admitted if not r.future.done()), default=now), now - BUSY_WINDOW_S)
         if now - since < self.unit_seconds:  # too short to say
             return float(self.max_concurrent)
         busy = sum(seconds for end, seconds in self._busy if end >= since)

@@ -483,3 +483,21 @@ def test_the_admission_speed_follows_the_model_as_the_server_runs():
         runner = DirectRunner(dear, max_batch_chars=1000, rate=100_000, adapt_rate=adapt)
         finish(runner, ["一二三四五六七八九，" * 600])
         assert runner.rate == pytest.approx(want, rel=0.3)
+
+
+def test_the_record_of_model_time_keeps_only_its_window(gate: Gated):
+    """The model's recent busy time (for judging admitted requests) is kept for BUSY_WINDOW_S only, also when no
+    request is ever judged: small requests alone once grew it by one entry a model call, for as long as the server
+    ran."""
+    import service.batching as batching
+
+    async def go() -> int:
+        async with running(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0, rate=1e6), gate) as runner:
+            for i in range(3):  # one after another: three model calls
+                await gate.drive([asyncio.create_task(runner.correct([f"第{i}句"], PLAIN))])
+            assert len(gate.calls) == 3
+            return len(runner._busy)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(batching, "BUSY_WINDOW_S", 0.0)
+        assert asyncio.run(go()) == 1  # the last call only: the earlier ones are out of a window of 0 s
