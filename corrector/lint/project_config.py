@@ -22,6 +22,7 @@ found in the first of the checked paths' folders or above it (``--config FILE`` 
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -79,16 +80,26 @@ class LintConfig:
     exclude: tuple[str, ...] = ()
     base: FileSettings = field(default_factory=FileSettings)
     overrides: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = ()  # (patterns, their keys)
+    _applied: dict[tuple[int, ...], FileSettings] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def for_file(self, relative: str) -> FileSettings:
-        """The settings of the file at ``relative`` (a path relative to ``root``, with /)."""
-        from pathspec import GitIgnoreSpec
+        """The settings of the file at ``relative`` (a path relative to ``root``, with /): worked out once for each
+        set of overrides that match (their word files are read then), not once a file."""
+        matched = tuple(i for i, (patterns, _) in enumerate(self.overrides) if _spec(patterns).match_file(relative))
+        if matched not in self._applied:
+            out = self.base
+            for i in matched:
+                out = _apply(out, self.overrides[i][1], self.root, f"{self.source}: overrides")
+            self._applied[matched] = out
+        return self._applied[matched]
 
-        out = self.base
-        for patterns, table in self.overrides:
-            if GitIgnoreSpec.from_lines(patterns).match_file(relative):
-                out = _apply(out, table, self.root, f"{self.source}: overrides")
-        return out
+
+@functools.lru_cache(maxsize=256)
+def _spec(patterns: tuple[str, ...]) -> Any:
+    """gitignore-style ``patterns`` compiled (once)."""
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines(patterns)
 
 
 def find_config(start: Path, explicit: Path | None = None, default_root: Path | None = None) -> LintConfig:
