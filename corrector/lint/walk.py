@@ -39,8 +39,9 @@ def targets(paths: Iterable[Path], root: Path, include: Iterable[str] = (), excl
     ignore_lines = list(exclude)
     if (root / IGNORE_FILE).is_file():
         ignore_lines += (root / IGNORE_FILE).read_text(encoding="utf-8").splitlines()
-    excluded, included = GitIgnoreSpec.from_lines(ignore_lines), GitIgnoreSpec.from_lines(list(include))
-    include_all = not list(include)
+    include = list(include)
+    excluded, included = GitIgnoreSpec.from_lines(ignore_lines), GitIgnoreSpec.from_lines(include)
+    here = Path.cwd().resolve()
     seen: dict[Path, Target] = {}
     for given in paths:
         if not given.exists():
@@ -52,12 +53,12 @@ def targets(paths: Iterable[Path], root: Path, include: Iterable[str] = (), excl
                 continue
             relative = _relative(resolved, root)
             if (not named or force_exclude) and (excluded.match_file(relative) or
-                                                 not (include_all or included.match_file(relative))):
+                                                 (include and not included.match_file(relative))):
                 continue
             kind = kind_of(path.name)
             if kind is None or (not named and _too_large(path)):
                 continue
-            seen[resolved] = Target(path, _shown(path), relative, kind)
+            seen[resolved] = Target(path, _shown(path, resolved, here), relative, kind)
     return sorted(seen.values(), key=lambda t: t.shown)
 
 
@@ -124,9 +125,10 @@ def _relative(resolved: Path, root: Path) -> str:
         return resolved.as_posix()
 
 
-def _shown(path: Path) -> str:
+def _shown(path: Path, resolved: Path, here: Path) -> str:
+    """The path as reported: relative to the current folder ``here`` when under it, with /."""
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return resolved.relative_to(here).as_posix()
     except ValueError:
         return path.as_posix()
 
