@@ -21,22 +21,69 @@ import logging.config
 import os
 import socket
 import sys
-from typing import Any, NoReturn
+from dataclasses import dataclass
+from types import UnionType
+from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 
 from pydantic import ValidationError
 
-from corrector.bundle import PRECISIONS
-
 from .settings import ENV_PREFIX, ServiceSettings
 
-# flag destination -> settings field, for the flags whose names differ
-FIELD_OF = {"model": "model_dir", "no_batching": "batching", "request_timeout": "request_timeout_s",
-            "shutdown_timeout": "shutdown_timeout_s", "header_timeout": "header_timeout_s",
-            "body_timeout": "body_timeout_s", "keep_alive": "keep_alive_s"}
 log = logging.getLogger("service")
 
 
 PACKAGE = __package__ or "service"  # "corrector.service" where installed, "service" in a checkout
+GROUPS = {"server": "server", "model": "model", "micro-batching": "micro-batching", "limits": "limits",
+          "connections": "connections",
+          "exposed": "exposed deployments (off by default; keys themselves only in $CSC_API_KEYS or a file)"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag of ``python -m service``, as ``ServiceSettings`` declares its field (``settings.setting``)."""
+
+    field: str
+    names: tuple[str, ...]  # the flag, then its short alias
+    group: str
+    kwargs: dict[str, Any]  # for argparse's add_argument
+
+
+def flags() -> list[Flag]:
+    """Every setting that has a flag, in declaration order: its name (``--`` and the field's, or the declared
+    one; ``--no-NAME`` for a switch that is on by default), type or choices, metavar and help with the default."""
+    out = []
+    for name, info in ServiceSettings.model_fields.items():
+        extra = info.json_schema_extra
+        assert isinstance(extra, dict), f"{name}: declare it with settings.setting"
+        if extra["flag"] == "":
+            continue
+        kind = _unwrap_optional(info.annotation)
+        flag = str(extra["flag"] or "--" + name.replace("_", "-"))
+        kwargs: dict[str, Any] = {"dest": name}
+        default = info.get_default(call_default_factory=True)
+        if kind is bool:
+            assert default is True, f"{name}: a switch is on by default and its flag turns it off"
+            flag = "--no-" + flag.removeprefix("--")
+            kwargs.update(action="store_const", const=False, help=info.description)
+        else:
+            if get_origin(kind) is Literal:
+                kwargs["choices"] = list(get_args(kind))
+            else:
+                kwargs["type"] = kind if kind in (int, float) else str  # paths and JSON are parsed by the settings
+            if extra["metavar"]:
+                kwargs["metavar"] = extra["metavar"]
+            shown = extra["shown"] if extra["shown"] is not None else f"{default:g}" if isinstance(default, float) \
+                else default
+            kwargs["help"] = f"{info.description} (default {shown})".lstrip()
+        names = (flag, str(extra["short"])) if extra["short"] else (flag,)
+        out.append(Flag(name, names, str(extra["group"]), kwargs))
+    return out
+
+
+def _unwrap_optional(kind: Any) -> Any:
+    """``X | None`` -> X."""
+    args = [a for a in get_args(kind) if a is not type(None)]
+    return args[0] if get_origin(kind) in (Union, UnionType) and len(args) == 1 else kind
 
 
 def build_parser(prog: str = "python -m service") -> argparse.ArgumentParser:
@@ -46,59 +93,9 @@ def build_parser(prog: str = "python -m service") -> argparse.ArgumentParser:
                     f"/metrics, /docs). Every option can also be set as an environment variable {ENV_PREFIX}NAME.",
     )
     ap.add_argument("--version", action="version", version=_version())
-    s = ap.add_argument_group("server")
-    s.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for all interfaces)")
-    s.add_argument("--port", type=int, help="port (default 8000)")
-    s.add_argument("--workers", type=int, help="processes, each with its own model and /metrics (default 1)")
-    s.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
-    s.add_argument("--no-access-log", dest="access_log", action="store_const", const=False,
-                   help="do not log every request")
-    s.add_argument("--shutdown-timeout", type=float, metavar="S", help="grace period for requests in flight (default 8)")
-    m = ap.add_argument_group("model")
-    m.add_argument("--model", "-m", metavar="DIR",
-                   help="model bundle directory (default: $CSC_MODEL_DIR or the shipped one)")
-    m.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto = CUDA when usable, else CPU")
-    m.add_argument("--threads", type=int, help="ONNX Runtime threads per session (0 = its default)")
-    m.add_argument("--precision", choices=PRECISIONS,
-                   help="CPU graphs: auto (the bundle's recommendation), fp32 or int8")
-    m.add_argument("--corrector-settings", metavar="JSON",
-                   help='decoding settings for every request, e.g. \'{"protect_dictionary_words": true}\'')
-    m.add_argument("--protect-file", metavar="FILE",
-                   help="words never edited inside, one a line, for every request (names, terms: a user dictionary)")
-    b = ap.add_argument_group("micro-batching")
-    b.add_argument("--no-batching", action="store_const", const=False,
-                   help="one model call per request instead of gathering concurrent requests")
-    b.add_argument("--max-batch-size", type=int, metavar="N", help="chunks (sentences) per model call (default 32)")
-    b.add_argument("--max-batch-chars", type=int, metavar="N",
-                   help="characters per model call (times the request's cost factor); longer requests run in "
-                        "several calls, interleaved with other requests (default 1000)")
-    b.add_argument("--max-wait-ms", type=float, metavar="MS", help="how long a request waits for company (default 5)")
-    b.add_argument("--max-concurrent-batches", type=int, metavar="N", help="model calls running at once (default 1)")
-    lim = ap.add_argument_group("limits")
-    lim.add_argument("--max-text-chars", type=int, metavar="N", help="characters per text (default 20000)")
-    lim.add_argument("--max-request-chars", type=int, metavar="N", help="characters per request (default 100000)")
-    lim.add_argument("--max-texts", type=int, metavar="N", help="texts per request (default 64)")
-    lim.add_argument("--max-body-bytes", type=int, metavar="N", help="request body size (default 2 MiB)")
-    lim.add_argument("--request-timeout", type=float, metavar="S", help="per-request time limit, then 504 (default 30)")
-    lim.add_argument("--max-top-k", type=int, metavar="N", help="largest top_k a request may ask for (default 100)")
-    lim.add_argument("--max-shortlist", type=int, metavar="N", help="largest shortlist a request may ask for (default 64)")
-    lim.add_argument("--cost-chars-per-s", type=float, metavar="R",
-                     help="model speed for admission, in characters per second at the default settings "
-                          "(default: measured at start-up)")
-    lim.add_argument("--admission-share", type=float, metavar="F",
-                     help="share of that speed a request is sure to get; a request needing more than F x the "
-                          "timeout is refused with 413 (default 0.5)")
-    c = ap.add_argument_group("connections")
-    c.add_argument("--max-connections", type=int, metavar="N", help="open connections; more get a 503 (default 256)")
-    c.add_argument("--max-connections-per-client", type=int, metavar="N",
-                   help="open connections from one address (default 128; behind a proxy, as --max-connections)")
-    c.add_argument("--header-timeout", type=float, metavar="S", help="time to send the request headers (default 10)")
-    c.add_argument("--body-timeout", type=float, metavar="S", help="time to send the request body, then 408 (default 30)")
-    c.add_argument("--keep-alive", type=float, metavar="S", help="idle keep-alive connections close after this (default 5)")
-    e = ap.add_argument_group("exposed deployments (off by default; keys themselves only in $CSC_API_KEYS or a file)")
-    e.add_argument("--api-keys-file", metavar="FILE", help="one API key per line; /correct and /metrics then need one")
-    e.add_argument("--rate-limit-per-s", type=float, metavar="R", help="/correct requests per second per client (0 = off)")
-    e.add_argument("--rate-limit-burst", type=int, metavar="N", help="requests a client may send at once (default 20)")
+    groups = {key: ap.add_argument_group(title) for key, title in GROUPS.items()}
+    for flag in flags():
+        groups[flag.group].add_argument(*flag.names, **flag.kwargs)
     return ap
 
 
@@ -110,11 +107,11 @@ def _version() -> str:
 
 def settings_error(error: ValidationError) -> str:
     """One line naming the flag (and its variable) and what is wrong with it."""
-    flag_of = {field: dest for dest, field in FIELD_OF.items()}
+    flag_of = {f.field: f.names[0] for f in flags()}
     parts = []
     for e in error.errors():
         name = str(e["loc"][0]) if e["loc"] else ""
-        flag = "--" + flag_of.get(name, name).replace("_", "-")
+        flag = flag_of.get(name, "--" + name.replace("_", "-"))
         msg = str(e["msg"]).removeprefix("Value error, ")
         parts.append(f"{flag} ({ENV_PREFIX}{name.upper()}): {msg}" if name else msg)
     return "invalid settings: " + "; ".join(parts)
@@ -124,7 +121,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
     overrides: dict[str, Any] = {}
     for dest, value in vars(args).items():
         if value is not None:
-            overrides[FIELD_OF.get(dest, dest)] = value
+            overrides[dest] = value
     return ServiceSettings(**overrides)
 
 

@@ -59,3 +59,27 @@ def test_flags_win_over_environment_and_reach_worker_processes(monkeypatch, tmp_
         monkeypatch.delenv(f"CSC_{name.upper()}")
     export_to_env(s)  # what `--workers 2` does before uvicorn spawns the workers
     assert ServiceSettings() == s
+
+
+def test_every_setting_has_its_flag_from_its_declaration_and_a_row_in_the_docs():
+    """The flags are built from ServiceSettings' declarations (help, default, group, name), so a new setting gets
+    its flag and its environment variable at once; docs/service.md's table names exactly those flags."""
+    import re
+    from pathlib import Path
+
+    from service.cli import build_parser, flags
+
+    declared = {f.field: f for f in flags()}
+    assert set(ServiceSettings.model_fields) - set(declared) == {"api_keys", "measured_chars_per_s"}  # variables only
+    parser = build_parser()
+    for field, flag in declared.items():
+        action = next(a for a in parser._actions if a.dest == field)
+        assert action.option_strings[0] == flag.names[0]
+        default = ServiceSettings.model_fields[field].get_default(call_default_factory=True)
+        if not isinstance(default, bool):  # a switch's help says what its --no- flag does
+            assert "(default " in action.help, field
+    assert declared["model_dir"].names == ("--model", "-m") and declared["batching"].names == ("--no-batching",)
+    assert declared["request_timeout_s"].names == ("--request-timeout",)
+    doc = (Path(__file__).parent.parent / "docs" / "service.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(--[a-z0-9-]+)`", doc, flags=re.M))
+    assert rows == {f.names[0] for f in declared.values()}
