@@ -24,7 +24,7 @@ from starlette.routing import Mount, Route
 from corrector import CorrectorError
 
 from .access import AccessMiddleware, RateLimiter
-from .batching import DirectRunner, MicroBatcher, Runner
+from .batching import Runner
 from .body_guard import BodyGuardMiddleware
 from .cost import measure_rate
 from .errors import JSONResponse, install_error_handlers, server_maxima
@@ -88,11 +88,10 @@ def model_speed(corrector: SupportsWorkUnits, settings: ServiceSettings) -> floa
 
 
 def make_runner(corrector: SupportsWorkUnits, settings: ServiceSettings, metrics: Metrics, rate: float) -> Runner:
-    kind = MicroBatcher if settings.batching else DirectRunner
-    return kind(corrector, max_batch_size=settings.max_batch_size, max_batch_chars=settings.max_batch_chars,
-                max_wait_ms=settings.max_wait_ms, max_concurrent=settings.max_concurrent_batches,
-                on_batch=metrics.observe_batch, rate=rate, share=settings.admission_share,
-                adapt_rate=settings.cost_chars_per_s is None)
+    return Runner(corrector, gather=settings.batching, max_batch_size=settings.max_batch_size, max_batch_chars=settings.max_batch_chars,
+                  max_wait_ms=settings.max_wait_ms, max_concurrent=settings.max_concurrent_batches,
+                  on_batch=metrics.observe_batch, rate=rate, share=settings.admission_share,
+                  adapt_rate=settings.cost_chars_per_s is None)
 
 
 def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWorkUnits | None = None) -> FastAPI:

@@ -19,8 +19,8 @@ assembling run on their own threads (a large ``protect`` list is matched there),
 The policy, for any mix of requests (``service/scheduling.py`` keeps the queues and applies it):
 
 * A request that has not had a unit yet is *fresh*; fresh requests are served first come, first served,
-  and ``MicroBatcher`` gathers fresh requests with equal options into one unit (waiting up to
-  ``max_wait_ms`` for company).
+  and a ``Runner`` that gathers (the default) puts fresh requests with equal options into one unit (waiting up
+  to ``max_wait_ms`` for company).
 * A request that has had a unit and has chunks left is *being served*; those take turns, one unit each,
   round-robin.
 * Fresh requests go first, but never twice in a row while a request being served waits: a fresh request
@@ -36,8 +36,8 @@ units (never on its probe alone) and the model's measured share of wall time, in
 cannot finish in time beside those admitted before it is ended at once (``TooSlow``) instead of running into its
 timeout.
 
-``DirectRunner`` never mixes requests (each unit holds one request's chunks). Requests with different
-decoding settings are never mixed in one call.
+With ``gather=False`` (``--no-batching``) requests are never mixed (each unit holds one request's chunks).
+Requests with different decoding settings are never mixed in one call.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from .scheduling import Schedule
 from .schemas import CorrectOptions
 from .work import SupportsWorkUnits
 
-__all__ = ["DirectRunner", "MicroBatcher", "Plan", "Refused", "Runner", "ServiceClosing", "TooSlow"]
+__all__ = ["Plan", "Refused", "Runner", "ServiceClosing", "TooSlow"]
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +79,12 @@ class Runner:
     characters only.
     """
 
-    gather = True  # units may hold pieces of several fresh requests
-
-    def __init__(self, corrector: SupportsWorkUnits, *, max_batch_size: int = 32, max_batch_chars: int = 1000,
-                 max_wait_ms: float = 5.0, max_concurrent: int = 1, on_batch: BatchObserver | None = None,
-                 rate: float | None = None, share: float = 0.5, adapt_rate: bool = False):
+    def __init__(self, corrector: SupportsWorkUnits, *, gather: bool = True, max_batch_size: int = 32,
+                 max_batch_chars: int = 1000, max_wait_ms: float = 5.0, max_concurrent: int = 1,
+                 on_batch: BatchObserver | None = None, rate: float | None = None, share: float = 0.5,
+                 adapt_rate: bool = False):
         self.corrector = corrector
+        self.gather = gather  # units may hold pieces of several fresh requests (False: micro-batching off)
         self.max_batch_size = max_batch_size
         self.max_batch_chars = max_batch_chars
         self.max_wait = max_wait_ms / 1000.0 if self.gather else 0.0
@@ -329,14 +329,3 @@ class Runner:
         if cost > 0 and self._speed is not None:
             self.rate = self._speed.add(cost / seconds)
 
-
-class MicroBatcher(Runner):
-    """Gathers concurrent requests with equal options into shared model calls."""
-
-    gather = True
-
-
-class DirectRunner(Runner):
-    """Each model call holds texts of one request only (micro-batching off); still split and interleaved."""
-
-    gather = False

@@ -13,7 +13,7 @@ import pytest
 from chunked_fake import ChunkedFake
 
 from corrector import Correction, CorrectorError, Edit
-from service.batching import DirectRunner, MicroBatcher, Runner, ServiceClosing
+from service.batching import Runner, ServiceClosing
 from service.schemas import CorrectOptions
 
 
@@ -58,7 +58,7 @@ PLAIN = CorrectOptions()
 def test_concurrent_requests_share_one_call_and_get_their_own_results():
     fake = FakeCorrector()
     sizes: list[int] = []
-    batcher = MicroBatcher(fake, max_batch_size=64, max_wait_ms=200, on_batch=lambda n, s: sizes.append(n))
+    batcher = Runner(fake, max_batch_size=64, max_wait_ms=200, on_batch=lambda n, s: sizes.append(n))
     requests = [([f"a{i}"], PLAIN) for i in range(10)] + [(["x", "y", "z"], PLAIN)]
     results = asyncio.run(run_all(batcher, requests))
     assert [[c.target for c in r] for r in results] == [[f"A{i}"] for i in range(10)] + [["X", "Y", "Z"]]
@@ -69,7 +69,7 @@ def test_requests_with_different_options_are_never_mixed():
     fake = FakeCorrector()
     a, b = CorrectOptions.of(threshold=0.5), CorrectOptions.of(threshold=0.5, protect=["张三"])
     requests = [([f"t{i}"], a if i % 2 else b) for i in range(8)]
-    results = asyncio.run(run_all(MicroBatcher(fake, max_batch_size=64, max_wait_ms=200), requests))
+    results = asyncio.run(run_all(Runner(fake, max_batch_size=64, max_wait_ms=200), requests))
     assert [r[0].source for r in results] == [f"t{i}" for i in range(8)]
     assert sorted(len(texts) for texts, _ in fake.calls) == [4, 4]
     for texts, opts in fake.calls:
@@ -80,7 +80,7 @@ def test_requests_with_different_options_are_never_mixed():
 def test_max_batch_size_bounds_every_call_and_a_big_request_is_split():
     fake = FakeCorrector()
     requests = [([f"s{i}"], PLAIN) for i in range(10)] + [([f"b{i}" for i in range(7)], PLAIN)]
-    results = asyncio.run(run_all(MicroBatcher(fake, max_batch_size=4, max_wait_ms=100), requests))
+    results = asyncio.run(run_all(Runner(fake, max_batch_size=4, max_wait_ms=100), requests))
     assert [[c.target for c in r] for r in results] == [[f"S{i}"] for i in range(10)] + [[f"B{i}" for i in range(7)]]
     sizes = [len(texts) for texts, _ in fake.calls]
     assert sum(sizes) == 17 and max(sizes) == 4
@@ -89,7 +89,7 @@ def test_max_batch_size_bounds_every_call_and_a_big_request_is_split():
 def test_max_batch_chars_bounds_every_call_but_a_longer_text_goes_alone():
     fake = FakeCorrector()
     texts = ["a" * 30, "b" * 30, "c" * 30, "d" * 100, "e" * 10]
-    for runner in (MicroBatcher(fake, max_batch_chars=64, max_wait_ms=0), DirectRunner(fake, max_batch_chars=64)):
+    for runner in (Runner(fake, max_batch_chars=64, max_wait_ms=0), Runner(fake, gather=False, max_batch_chars=64)):
         fake.calls.clear()
         [result] = asyncio.run(run_all(runner, [(texts, PLAIN)]))
         assert [c.source for c in result] == texts  # in order, though computed in several calls
@@ -102,7 +102,7 @@ def test_an_error_reaches_only_the_callers_of_that_call():
     bad = CorrectOptions.of(max_edits=1)
 
     async def go() -> list[object]:
-        batcher = MicroBatcher(fake, max_batch_size=64, max_wait_ms=100)
+        batcher = Runner(fake, max_batch_size=64, max_wait_ms=100)
         await batcher.start()
         try:
             return await asyncio.gather(batcher.correct(["boom"], bad), batcher.correct(["ok"], bad),
@@ -119,7 +119,7 @@ def test_a_cancelled_request_is_not_computed():
     fake = FakeCorrector(delay=0.2)
 
     async def go() -> None:
-        batcher = MicroBatcher(fake, max_batch_size=1, max_wait_ms=0)
+        batcher = Runner(fake, max_batch_size=1, max_wait_ms=0)
         await batcher.start()
         try:
             first = asyncio.create_task(batcher.correct(["first"], PLAIN))
@@ -139,7 +139,7 @@ def test_stop_finishes_queued_work_then_refuses_new_requests():
     fake = FakeCorrector(delay=0.05)
 
     async def go() -> None:
-        batcher = MicroBatcher(fake, max_batch_size=2, max_wait_ms=0)
+        batcher = Runner(fake, max_batch_size=2, max_wait_ms=0)
         await batcher.start()
         tasks = [asyncio.create_task(batcher.correct([f"q{i}"], PLAIN)) for i in range(5)]
         await asyncio.sleep(0)
@@ -155,7 +155,7 @@ def test_direct_runner_never_mixes_requests():
     fake = FakeCorrector()
     sizes: list[int] = []
     requests = [([f"a{i}", "b"], PLAIN) for i in range(5)] + [([], PLAIN)]
-    results = asyncio.run(run_all(DirectRunner(fake, max_concurrent=2, on_batch=lambda n, s: sizes.append(n)), requests))
+    results = asyncio.run(run_all(Runner(fake, gather=False, max_concurrent=2, on_batch=lambda n, s: sizes.append(n)), requests))
     assert [[c.target for c in r] for r in results] == [[f"A{i}", "B"] for i in range(5)] + [[]]
     assert sizes == [2] * 5 and len(fake.calls) == 5
 
@@ -169,13 +169,13 @@ def test_every_setting_reaches_the_corrector(forced_corrector, tiny_bundle):
 
     texts = ["今天天汽很好，我们去公园散步吧", "他已经知道自己错了"]
     settings = {"use_lm": False, "top_k": 3, "shortlist": 2, "max_edits": 1, "protect": ("公园",)}
-    [got] = asyncio.run(run_all(MicroBatcher(forced_corrector, max_batch_chars=10, max_wait_ms=0),
+    [got] = asyncio.run(run_all(Runner(forced_corrector, max_batch_chars=10, max_wait_ms=0),
                                 [(texts, CorrectOptions.of(**settings))]))
     want = Corrector.load(tiny_bundle, device="cpu", **{**FORCE_EDITS, **settings}).correct_batch(texts)
     assert [c.to_dict() for c in got] == [c.to_dict() for c in want]
     assert [c.to_dict() for c in got] != [c.to_dict() for c in forced_corrector.correct_batch(texts)]
     with pytest.raises(CorrectorError, match="top_k"):
-        asyncio.run(run_all(MicroBatcher(forced_corrector), [(texts, CorrectOptions.of(top_k=-1))]))
+        asyncio.run(run_all(Runner(forced_corrector), [(texts, CorrectOptions.of(top_k=-1))]))
 
 
 def test_long_texts_run_in_units_without_changing_any_decision(forced_corrector):
@@ -197,7 +197,7 @@ def test_long_texts_run_in_units_without_changing_any_decision(forced_corrector)
 
     for settings in ({}, {"protect": ("北京，上海", "李四"), "protect_dictionary_words": True, "max_edits": 1}):
         calls.clear()
-        [[got]] = asyncio.run(run_all(MicroBatcher(Counting(), max_batch_chars=300, max_wait_ms=0),
+        [[got]] = asyncio.run(run_all(Runner(Counting(), max_batch_chars=300, max_wait_ms=0),
                                     [([text], CorrectOptions.of(**settings))]))
         [want] = forced_corrector.correct_batch([text], **settings)
         assert len(calls) > 10 and sum(calls) == len(text)
@@ -214,8 +214,8 @@ def test_a_mixed_script_text_gets_the_librarys_answer_whatever_shares_its_reques
     texts = [simplified + traditional, traditional + simplified, simplified + traditional[:20]]
     want = [c.to_dict() for c in forced_corrector.correct_batch(texts)]
     assert want != [c.to_dict() for c in forced_corrector.correct_batch([t[:200] for t in texts])]  # cuts would matter
-    for runner in (MicroBatcher(forced_corrector, max_batch_chars=40, max_wait_ms=0),
-                   DirectRunner(forced_corrector, max_batch_chars=150)):
+    for runner in (Runner(forced_corrector, max_batch_chars=40, max_wait_ms=0),
+                   Runner(forced_corrector, gather=False, max_batch_chars=150)):
         alone = asyncio.run(run_all(runner, [([t], PLAIN) for t in texts]))
         together = asyncio.run(run_all(runner, [(texts, PLAIN), (["他以经知道了。"] * 3, PLAIN)]))[0]
         assert [c.to_dict() for [c] in alone] == want

@@ -21,7 +21,7 @@ from live_server import in_thread
 
 from corrector import Correction
 from service.app import create_app
-from service.batching import DirectRunner, MicroBatcher, Refused, Runner, TooSlow
+from service.batching import Refused, Runner, TooSlow
 from service.cost import admit, cost_factor, shared_finish_times
 from service.schemas import CorrectOptions
 from service.settings import ServiceSettings
@@ -124,12 +124,12 @@ def finish(runner: Runner, texts: list[str], options: CorrectOptions = PLAIN, ga
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize("runner_type", [MicroBatcher, DirectRunner])
-def test_a_small_request_goes_before_the_rest_of_a_long_one(gate: Gated, runner_type: type[Runner]):
+@pytest.mark.parametrize("gather", [True, False])
+def test_a_small_request_goes_before_the_rest_of_a_long_one(gate: Gated, gather: bool):
     """A small request sent while a long one runs waits for the unit in progress only."""
 
     async def go() -> list[list[str]]:
-        async with running(runner_type(gate, max_batch_chars=100, max_wait_ms=0), gate) as runner:
+        async with running(Runner(gate, gather=gather, max_batch_chars=100, max_wait_ms=0), gate) as runner:
             tasks = [asyncio.create_task(runner.correct([LONG], PLAIN))]
 
             def send_small(i: int, texts: list[str]) -> None:
@@ -151,7 +151,7 @@ def test_a_long_request_gets_every_other_unit_under_steady_load(gate: Gated):
     never got its second unit (issue 37, 2)."""
 
     async def go() -> list[list[str]]:
-        async with running(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0), gate) as runner:
+        async with running(Runner(gate, max_batch_chars=100, max_wait_ms=0), gate) as runner:
             big = asyncio.create_task(runner.correct([LONG], PLAIN))
             tasks = [big]
 
@@ -171,7 +171,7 @@ def test_requests_being_served_take_turns(gate: Gated):
     a, b = "一" * 9 + "，", "二" * 9 + "，"
 
     async def go() -> list[list[str]]:
-        async with running(DirectRunner(gate, max_batch_chars=20), gate) as runner:
+        async with running(Runner(gate, gather=False, max_batch_chars=20), gate) as runner:
             tasks = [asyncio.create_task(runner.correct([a * 8], PLAIN))]  # four pieces of 20
 
             def second(i: int, texts: list[str]) -> None:
@@ -187,7 +187,7 @@ def test_a_cancelled_request_gets_no_further_units(gate: Gated):
     """Its caller timed out or disconnected during its first unit: the rest never runs."""
 
     async def go() -> list[list[str]]:
-        async with running(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0), gate) as runner:
+        async with running(Runner(gate, max_batch_chars=100, max_wait_ms=0), gate) as runner:
             big = asyncio.create_task(runner.correct([LONG], PLAIN))
             tasks = [big]
 
@@ -208,7 +208,7 @@ def test_every_unit_is_bounded_whatever_the_punctuation(gate: Gated):
     liked (issue 37, 1). Now it is cut at the model's window boundaries (with a window of context on each
     side of a cut) and no call reads more than max_batch_chars characters."""
     text = "天" * 5000
-    [result] = finish(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0), [text], gate=gate)
+    [result] = finish(Runner(gate, max_batch_chars=100, max_wait_ms=0), [text], gate=gate)
     assert result.source == result.target == text
     assert len(gate.calls) >= 5000 // 100 and max(len(t) for c in gate.calls for t in c) <= 100
 
@@ -216,7 +216,7 @@ def test_every_unit_is_bounded_whatever_the_punctuation(gate: Gated):
 def test_dearer_settings_make_smaller_units(gate: Gated):
     dear = CorrectOptions.of(shortlist=8 + 128)  # each character costs twice the default
     assert cost_factor(dear.as_kwargs(), None) == 2.0
-    finish(DirectRunner(gate, max_batch_chars=100), [LONG], dear, gate=gate)
+    finish(Runner(gate, gather=False, max_batch_chars=100), [LONG], dear, gate=gate)
     assert max(len("".join(c)) for c in gate.calls) <= 50 and len(gate.calls) >= 10
 
 
@@ -242,7 +242,7 @@ def test_units_shrink_to_the_speed_measured_on_the_text():
     speed measured on it, so units keep about their intended time instead of taking 4x longer."""
     dear = Dear(per_char=4e-5)  # 25,000 characters a second; the runner expects 100,000
     text = "一二三四五六七八九，" * 300
-    [result] = finish(DirectRunner(dear, max_batch_chars=1000, rate=100_000), [text])
+    [result] = finish(Runner(dear, gather=False, max_batch_chars=1000, rate=100_000), [text])
     assert result.source == text
     sizes = [len(c[0]) for c in dear.calls]
     assert sizes[0] <= 250 and max(sizes[1:]) <= 250 + 20, sizes  # a unit's 1,000 characters / 4, plus a chunk
@@ -254,7 +254,7 @@ def test_a_text_too_dear_to_finish_in_time_ends_after_two_units():
     dear = Dear(per_char=5e-4)  # 2,000 characters a second; the runner expects 100,000
 
     async def go() -> None:
-        async with running(DirectRunner(dear, max_batch_chars=1000, rate=100_000)) as runner:
+        async with running(Runner(dear, gather=False, max_batch_chars=1000, rate=100_000)) as runner:
             with pytest.raises(TooSlow, match="characters per second"):
                 await runner.correct(["一二三四五六七八九，" * 500], PLAIN, timeout=0.5)
 
@@ -270,7 +270,7 @@ def test_no_request_is_judged_on_its_probe_unit():
     text = "一二三四五六七八九，" * 2000  # 20,000 characters: about 1 s in units of 1,000 characters
 
     async def go() -> list[Correction]:
-        async with running(DirectRunner(dear, max_batch_chars=2000, max_batch_size=200, rate=20_000)) as runner:
+        async with running(Runner(dear, gather=False, max_batch_chars=2000, max_batch_size=200, rate=20_000)) as runner:
             return await runner.correct([text], PLAIN, timeout=2.0)
 
     [result] = asyncio.run(go())
@@ -293,7 +293,7 @@ def test_requests_sharing_the_model_are_ended_while_the_loss_is_small():
     async def go() -> list[Any]:
         # share 0.9: the model's measured share of wall time is held at 0.9 at least, so that gaps between units on a
         # loaded machine count for little
-        async with running(DirectRunner(dear, max_batch_chars=1000, max_batch_size=200, rate=100_000,
+        async with running(Runner(dear, gather=False, max_batch_chars=1000, max_batch_size=200, rate=100_000,
                                         share=0.9)) as runner:
             loop = asyncio.get_running_loop()
             t0 = loop.time()
@@ -379,7 +379,7 @@ def test_per_request_cost_settings_have_server_maxima(priced, field, limit):
 
 def test_a_request_that_would_make_an_admitted_one_late_is_refused_as_busy(gate: Gated):
     async def go() -> None:
-        async with running(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0, rate=1000, share=0.5),
+        async with running(Runner(gate, max_batch_chars=100, max_wait_ms=0, rate=1000, share=0.5),
                            gate) as runner:
             first = asyncio.create_task(runner.correct(["一二三四五六七八九，" * 400], PLAIN, timeout=10))  # 4,000
             tasks = [first]
@@ -476,7 +476,7 @@ def test_no_client_can_set_the_admission_speed():
     character count, and each sample is held within RATE_BAND of the start-up speed."""
     from service.cost import RATE_BAND, AdmissionSpeed
 
-    runner = DirectRunner(ChineseOnly(per_char=1e-4), max_batch_chars=1000, rate=10_000, adapt_rate=True)
+    runner = Runner(ChineseOnly(per_char=1e-4), gather=False, max_batch_chars=1000, rate=10_000, adapt_rate=True)
     finish(runner, ["hello world, " * 77] * 40)  # 1,001 characters each, nothing for the model
     assert runner.rate == pytest.approx(10_000)
     speed = AdmissionSpeed(10_000)
@@ -488,7 +488,7 @@ def test_the_admission_speed_follows_the_model_as_the_server_runs():
     refused a text another admitted. Now, unless pinned, it is the median of the recent units' measured speeds."""
     for adapt, want in ((True, 25_000), (False, 100_000)):
         dear = Dear(per_char=4e-5)  # 25,000 characters a second; the runner starts from 100,000
-        runner = DirectRunner(dear, max_batch_chars=1000, rate=100_000, adapt_rate=adapt)
+        runner = Runner(dear, gather=False, max_batch_chars=1000, rate=100_000, adapt_rate=adapt)
         finish(runner, ["一二三四五六七八九，" * 600])
         assert runner.rate == pytest.approx(want, rel=0.3)
 
@@ -500,7 +500,7 @@ def test_the_record_of_model_time_keeps_only_its_window(gate: Gated):
     import service.batching as batching
 
     async def go() -> int:
-        async with running(MicroBatcher(gate, max_batch_chars=100, max_wait_ms=0, rate=1e6), gate) as runner:
+        async with running(Runner(gate, max_batch_chars=100, max_wait_ms=0, rate=1e6), gate) as runner:
             for i in range(3):  # one after another: three model calls
                 await gate.drive([asyncio.create_task(runner.correct([f"第{i}句"], PLAIN))])
             assert len(gate.calls) == 3
