@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
                              for f, ps in dev_fix.groups(dev)]) if a.blend else None
     out = []
 
-    def row(name: str, settings: dict) -> None:
+    def row(name: str, settings: dict, fix: Corrector = fix, dev_fix: Folds = dev_fix) -> None:
         d, t = scores(dev_fix, dev, **settings), scores(fix, test, **settings)
         out.append({"decoder": name, "dev": d, "sighan15": t, **settings})
         print(f"| {name} | {d['f1']:.3f} | {d['fpr']:.3f} | {t['p']:.3f} | {t['r']:.3f} | {t['f1']:.3f} | {t['fpr']:.3f} |",
@@ -110,13 +110,9 @@ def main(argv: list[str] | None = None) -> None:
         scorer = replace(scorer, veto=fitted.scorer.veto)
         short = {k: v for k, v in fitted.shortlist.items() if k in feats and k in CHEAP}
         ranker = replace(fitted, scorer=scorer, shortlist=short)
-        fix.ranker = ranker
-        dev_fix.set(ranker=ranker)
         extra = {"top_k": 0} if "gen_lp" in group else {}
-        th = choose_threshold(sweep(dev_fix, dev, GRID, **extra), a.max_fpr)["threshold"]
-        row(name, {"threshold": th, **extra})
-        fix.ranker = fitted
-        dev_fix.set(ranker=fitted)
+        th = choose_threshold(sweep(dev_fix.with_ranker(ranker), dev, GRID, **extra), a.max_fpr)["threshold"]
+        row(name, {"threshold": th, **extra}, fix.with_ranker(ranker), dev_fix.with_ranker(ranker))
 
     print("| decoder | dev F1 | dev FPR | SIGHAN-15 P | R | F1 | FPR |\n|---|---:|---:|---:|---:|---:|---:|", flush=True)
     row("the bundle as shipped (networks + LM + all features, calibrated, its threshold)", {})

@@ -56,7 +56,7 @@ def main() -> None:
     from corrector import Corrector
 
     fix = Corrector.load(args.model)
-    fix.ranker = fix.ranker.with_scorer(True, replace(fix.ranker.pick(True), calibration=IDENTITY))
+    fix = fix.with_ranker(fix.ranker.with_scorer(True, replace(fix.ranker.pick(True), calibration=IDENTITY)))
     sets = {d: read_pairs(args.data / "csc" / "lemon_dev" / f"{d}.tsv") for d in DOMAINS}
     sets["sighan15_test"] = read_pairs(args.data / "csc" / "sighan15_test.tsv")
     edits = {name: dev_edits(fix, pairs) for name, pairs in sets.items()}

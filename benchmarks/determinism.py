@@ -35,7 +35,7 @@ def load(model: Path | None, option: str, threads: int):
         from corrector.runtime.sessions import OnnxNetworks
 
         assert isinstance(fix.networks, OnnxNetworks)
-        fix.networks = OnnxNetworks(fix.networks.files, device="cpu", threads=threads)
+        fix = fix.with_networks(OnnxNetworks(fix.networks.files, device="cpu", threads=threads))
     assert fix.networks.rows_alone == (option == "int8-rows")
     return fix
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -38,28 +39,57 @@ from corrector.text.tokenize import build_tokenizer, encode_batch, read_vocab_li
 from corrector.types import Correction, CorrectorError, Edit, Explanation
 
 if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
     from corrector.evidence.char_lm_kenlm import KenLMCharLM
 
 N = TypeVar("N", bound=Networks)
 
 
 class Corrector:
-    """Chinese spelling correction over one model bundle. Thread-safe after ``load``."""
+    """Chinese spelling correction over one model bundle. Thread-safe after ``load``.
+
+    A value: nothing is assigned into a Corrector after it is made. Another LM, candidate table, ranker or
+    settings make a new one from it (``with_lm``, ``with_candidates``, ``with_ranker``, ``with_settings``,
+    ``with_networks``, ``with_domain_words``), sharing the ONNX sessions and every table not replaced."""
 
     def __init__(self, bundle: Bundle, networks: Networks, tables: SimilarityTables,
                  config: CorrectorConfig, evidence: Evidence, ranker: RankerWeights,
-                 name_shares: dict[str, float] | None = None, domain_words: tuple[str, ...] = ()):
-        self.bundle = bundle
-        self.networks = networks
-        self.tables = tables
-        self.config = config
-        self.evidence = evidence
-        self.ranker = ranker
-        self.tokenizer = build_tokenizer(bundle.vocab_path)
-        self.vocab = evidence.vocab
-        self.max_tokens = bundle.max_seq_len
-        self.protections = Protections(name_shares or {}, domain_words)  # the guards' protect hooks
-        self._ahead = ProcessLocalPool(1, "sites-ahead")  # see score
+                 name_shares: dict[str, float] | None = None, domain_words: tuple[str, ...] = (),
+                 load_settings: Mapping[str, Any] | None = None):
+        set_ = object.__setattr__
+        set_(self, "bundle", bundle)
+        set_(self, "networks", networks)
+        set_(self, "tables", tables)
+        set_(self, "config", config)
+        set_(self, "evidence", evidence)
+        set_(self, "ranker", ranker)
+        # the load's settings, which with_ranker resolves again with another ranker's shortlist (default: the
+        # config as given is the load's)
+        set_(self, "load_settings", MappingProxyType(dict(config.to_dict() if load_settings is None
+                                                          else load_settings)))
+        set_(self, "tokenizer", build_tokenizer(bundle.vocab_path))
+        set_(self, "vocab", evidence.vocab)
+        set_(self, "max_tokens", bundle.max_seq_len)
+        set_(self, "protections", Protections(name_shares or {}, domain_words))  # the guards' protect hooks
+        set_(self, "_ahead", ProcessLocalPool(1, "sites-ahead"))  # see score
+
+    bundle: Bundle
+    networks: Networks
+    tables: SimilarityTables
+    config: CorrectorConfig
+    evidence: Evidence
+    ranker: RankerWeights
+    load_settings: Mapping[str, Any]
+    tokenizer: Tokenizer
+    vocab: list[str]
+    max_tokens: int
+    protections: Protections
+    _ahead: ProcessLocalPool
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Corrector is a value: {name} is not assigned into it; derive a new one "
+                             f"(with_ranker, with_settings, with_lm, with_candidates, with_networks, ...)")
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, device: Device = "auto", threads: int = 0,
@@ -100,7 +130,7 @@ class Corrector:
             words = bundle.file(WORDS)
             domain = bundle.file(DOMAIN_WORDS)
             return cls.from_parts(bundle, sessions, tables, config, candidates=candidates, counts=counts,
-                                  name_shares=names, lm=char_lm, ranker=ranker,
+                                  name_shares=names, lm=char_lm, ranker=ranker, load_settings=settings,
                                   domain_words=read_word_file(domain) if domain.is_file() else (),
                                   words=WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
 
@@ -109,13 +139,15 @@ class Corrector:
                    config: CorrectorConfig | None = None, *, candidates: CandidateTable | None = None,
                    counts: PairCounts | None = None, name_shares: dict[str, float] | None = None,
                    lm: CharLM | KenLMCharLM | None = None, words: WordTable | None = None,
-                   ranker: RankerWeights = HEURISTIC, domain_words: Sequence[str] = ()) -> Corrector:
+                   ranker: RankerWeights = HEURISTIC, domain_words: Sequence[str] = (),
+                   load_settings: Mapping[str, Any] | None = None) -> Corrector:
         """A Corrector put together from its parts, as ``load`` does from a bundle's files: the bundle (its
         vocabulary, window and name), the networks, the similarity tables, the decoding settings (default: the
         defaults of CorrectorConfig), the candidate table, the word forms the real pairs keep and the foreign
         names' characters (default: none of the three), a character LM, jieba's words as the bundle stores them
         (None: read from jieba at first use), the ranker (default: the hand-set one) and the domain's words kept as
-        written (``corrector adapt``; default: none).
+        written (``corrector adapt``; default: none). ``load_settings``: the settings ``config`` was resolved with
+        (``load``'s; default: all of ``config``), which ``with_ranker`` resolves again.
 
         ``networks`` may be a Future (``load`` builds the ONNX sessions on another thread): it is waited for
         only once the rest is indexed, so the two overlap."""
@@ -125,7 +157,7 @@ class Corrector:
         if isinstance(networks, Future):
             networks = networks.result()
         return cls(bundle, networks, tables, config if config is not None else CorrectorConfig(), evidence, ranker,
-                   name_shares, tuple(domain_words))
+                   name_shares, tuple(domain_words), load_settings if config is not None else load_settings or {})
 
     def with_lm(self, lm: str | Path | None) -> Corrector:
         """This Corrector over another character LM (a path as for ``load``; None: without one), sharing
@@ -145,13 +177,39 @@ class Corrector:
         everything else."""
         return self._derived(domain_words=tuple(words))
 
+    def with_ranker(self, ranker: RankerWeights) -> Corrector:
+        """This Corrector deciding with another ranker, as a bundle holding it would load: its thresholds, and its
+        shortlist size where neither the bundle's defaults nor the load's settings name one."""
+        config = in_force(self.bundle.corrector_defaults, ranker.meta.get("shortlist"), load=self.load_settings)
+        return self._derived(ranker=ranker, config=config)
+
+    def with_evidence(self, evidence: Evidence) -> Corrector:
+        """This Corrector scoring with other evidence (``features.Evidence`` over other tables), sharing the
+        networks."""
+        return self._derived(evidence=evidence)
+
+    def with_networks(self, networks: Networks) -> Corrector:
+        """This Corrector running other networks over the same vocabulary (the same graphs on other sessions,
+        say), sharing every table."""
+        return self._derived(networks=networks)
+
+    def with_settings(self, **settings: Any) -> Corrector:
+        """This Corrector with these settings in force from load on (as ``Corrector.load(..., **settings)``
+        would add them; ValueError names a bad one), sharing everything else."""
+        return self._derived(config=in_force(loaded=self.config, call=settings),
+                             load_settings={**self.load_settings, **settings})
+
     def _derived(self, evidence: Evidence | None = None, name_shares: dict[str, float] | None = None,
-                 domain_words: tuple[str, ...] | None = None) -> Corrector:
+                 domain_words: tuple[str, ...] | None = None, ranker: RankerWeights | None = None,
+                 config: CorrectorConfig | None = None, load_settings: Mapping[str, Any] | None = None,
+                 networks: Networks | None = None) -> Corrector:
         """A new Corrector with these parts in place of this one's, sharing the others (the ONNX sessions first)."""
-        return Corrector(self.bundle, self.networks, self.tables, self.config,
-                         self.evidence if evidence is None else evidence, self.ranker,
+        return Corrector(self.bundle, self.networks if networks is None else networks, self.tables,
+                         self.config if config is None else config,
+                         self.evidence if evidence is None else evidence, self.ranker if ranker is None else ranker,
                          self.protections.name_shares if name_shares is None else name_shares,
-                         self.protections.domain_words if domain_words is None else domain_words)
+                         self.protections.domain_words if domain_words is None else domain_words,
+                         self.load_settings if load_settings is None else load_settings)
 
     @property
     def name(self) -> str:

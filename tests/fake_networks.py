@@ -160,7 +160,7 @@ def fake_corrector(bundle: Bundle, networks: FakeNetworks | None = None, *, lm: 
     networks = networks if networks is not None else FakeNetworks(vocab=read_vocab_list(bundle.vocab_path))
     fix = Corrector.from_parts(bundle, networks, SimilarityTables.load(bundle.file(SIMILARITY_DIR)),
                                CorrectorConfig.from_dict(settings), candidates=candidates,
-                               lm=CharLM.load(lm) if lm is not None else None, ranker=ranker)
+                               lm=CharLM.load(lm) if lm is not None else None, ranker=ranker, load_settings=settings)
     assert networks.vocab == fix.vocab, "the networks' vocabulary is not the bundle's"
     return fix
 

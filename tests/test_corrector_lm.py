@@ -67,7 +67,6 @@ def test_with_lm_swaps_only_the_lm(fake_tiny_bundle, tiny_lm, lm_corrector):
 def test_word_pairs_are_gathered_only_when_the_scorer_weighs_them(lm_corrector):
     """Pair candidates exist for the ``pair`` feature: a ranker without its weight (older bundles) decodes as
     before, with none gathered; without the LM there are none either; the ranker's fit asks for them."""
-    from copy import copy
     from dataclasses import replace
 
     from corrector.rank import Scorer
@@ -79,8 +78,8 @@ def test_word_pairs_are_gathered_only_when_the_scorer_weighs_them(lm_corrector):
     assert not lm_corrector.ranker.scorer.weighs("pair")
     assert pairs(lm_corrector) is None
     assert pairs(lm_corrector, word_pairs=True) is not None
-    fix = copy(lm_corrector)
-    fix.ranker = replace(lm_corrector.ranker, scorer=Scorer({**lm_corrector.ranker.scorer.linear, "pair": 0.5}))
+    fix = lm_corrector.with_ranker(replace(lm_corrector.ranker,
+                                           scorer=Scorer({**lm_corrector.ranker.scorer.linear, "pair": 0.5})))
     assert pairs(fix) is not None
     assert pairs(fix, use_lm=False) is None
     assert Scorer({"lm_gain*pair": 1.0}).weighs("pair") and not Scorer({"pair": 0.0, "lm_gain": 1.0}).weighs("pair")

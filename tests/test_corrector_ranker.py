@@ -61,8 +61,8 @@ def test_calibrated_ranker_reports_confidences_and_thresholds_on_them(fake_tiny_
     plain = custom_ranker_corrector(fake_tiny_bundle, confusions=CUSTOM_PAIRS)
     cal = custom_ranker_corrector(fake_tiny_bundle, confusions=CUSTOM_PAIRS)
     scorer = replace(cal.ranker.scorer, calibration=((0.0, 0.5, 0.9, 1.0), (0.0, 0.2, 0.5, 1.0)))
-    cal.ranker = replace(cal.ranker, scorer=scorer, scorer_no_lm=scorer, threshold=float(scorer.calibrate(0.5)),
-                         threshold_no_lm=float(scorer.calibrate(0.5)))
+    cal = cal.with_ranker(replace(cal.ranker, scorer=scorer, scorer_no_lm=scorer, threshold=float(scorer.calibrate(0.5)),
+                                  threshold_no_lm=float(scorer.calibrate(0.5))))
     for text in CUSTOM_TEXTS:
         a, b = plain.correct(text), cal.correct(text)
         assert [(e.position, e.target) for e in a.edits] == [(e.position, e.target) for e in b.edits]
@@ -98,3 +98,31 @@ def test_hand_made_ranker_batch_equals_one_by_one(fake_tiny_bundle):
     assert fix.correct_batch(texts) == [fix.correct(t) for t in texts]
     small = custom_ranker_corrector(fake_tiny_bundle, confusions=CUSTOM_PAIRS, batch_size=1)
     assert small.correct_batch(texts) == fix.correct_batch(texts)
+
+
+def test_a_corrector_is_a_value_derived_never_assigned(fake_tiny_bundle):
+    """Nothing is assigned into a Corrector: another ranker or settings make a new one (sharing the networks and
+    the evidence), the old one deciding as before; the ranker's shortlist size applies as a bundle holding it would
+    load it, below the load's own settings. Folds of cross-fitting derive the same way."""
+    from dataclasses import replace
+
+    from training.fitting.crossfit import Folds
+
+    fix = custom_ranker_corrector(fake_tiny_bundle, confusions=CUSTOM_PAIRS)
+    with pytest.raises(AttributeError, match="a Corrector is a value"):
+        fix.ranker = fix.ranker
+    before = fix.correct_batch(CUSTOM_TEXTS)
+    assert any(c.edits for c in before)
+    quiet = fix.with_ranker(replace(fix.ranker, threshold=1.0, threshold_no_lm=1.0))
+    assert not any(c.edits for c in quiet.correct_batch(CUSTOM_TEXTS))
+    assert fix.correct_batch(CUSTOM_TEXTS) == before
+    assert quiet.networks is fix.networks and quiet.evidence is fix.evidence
+    r16 = replace(fix.ranker, meta={"shortlist": 16})
+    assert fix.config.shortlist == 8 and fix.with_ranker(r16).config.shortlist == 16
+    assert fix.with_settings(shortlist=4).with_ranker(r16).config.shortlist == 4  # the load's settings win
+    assert fix.with_ranker(r16).config.confusions == fix.config.confusions
+    with pytest.raises(ValueError, match="shortlist"):
+        fix.with_settings(shortlist=0)
+    folds = Folds([fix])
+    derived = folds.with_ranker(r16)
+    assert folds.fixes[0] is fix and derived.fixes[0].ranker is r16 and derived.fixes[0].networks is fix.networks

@@ -460,8 +460,8 @@ def test_the_rankers_training_rows_count_kept_words_without_the_pair_itself(fake
     from training.fitting.table import extract
 
     fix = fake_corrector(fake_tiny_bundle)
-    fix.evidence = Evidence(fix.vocab, fix.evidence.table, fix.tables, None,
-                            counts=PairCounts(words={"我们": (2, 0), "公园": (1, 0)}))
+    fix = fix.with_evidence(Evidence(fix.vocab, fix.evidence.table, fix.tables, None,
+                                     counts=PairCounts(words={"我们": (2, 0), "公园": (1, 0)})))
     pair = [("我们去公园散步", "我们去公园散步")]
     for loo, expect in ((False, [math.log(3)] * 2 + [0.0] + [math.log(2)] * 2 + [0.0] * 2),
                         (True, [math.log(2)] * 2 + [0.0] * 5)):

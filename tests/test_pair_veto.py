@@ -46,7 +46,7 @@ def test_a_vetoed_pair_is_never_made_and_explain_says_why(tiny_bundle):
     plain = fix.correct(text)
     assert ("汽", "气") in {(e.source, e.target) for e in plain.edits if e.position == 3}
     for use_lm in (True, False):  # the tiny bundle has no LM: both settings decode with scorer_no_lm
-        fix.ranker = fix.ranker.with_scorer(use_lm, replace(fix.ranker.pick(use_lm), veto={"汽气": (0, 9)}))
+        fix = fix.with_ranker(fix.ranker.with_scorer(use_lm, replace(fix.ranker.pick(use_lm), veto={"汽气": (0, 9)})))
     vetoed = fix.correct(text)
     assert not any(e.position == 3 for e in vetoed.edits)
     assert [e for e in plain.edits if e.position != 3] == vetoed.edits

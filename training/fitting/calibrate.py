@@ -94,9 +94,7 @@ def fit(fix: Corrector, folds: Folds, ranker: RankerWeights, a: argparse.Namespa
         if use_lm and not fix.has_lm:
             continue
         raw = ranker.with_scorer(use_lm, replace(ranker.pick(use_lm), calibration=IDENTITY))
-        folds.set(ranker=raw)
-        fix.ranker = raw
-        p, right, counts = collect(fix, folds, sets, dev, use_lm)
+        p, right, counts = collect(fix.with_ranker(raw), folds.with_ranker(raw), sets, dev, use_lm)
         threshold = ranker.threshold if use_lm else ranker.threshold_no_lm
         scorer, threshold, done = recalibrate(ranker.pick(use_lm), threshold, (p, right))
         chosen[use_lm] = scorer, threshold

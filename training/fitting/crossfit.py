@@ -16,11 +16,12 @@ Corrector of fold k reads both its LM and its table.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from corrector import Corrector
+from corrector.rank import RankerWeights
 from corrector.runtime.sessions import Device
 
 from ..data.splits import Pair, split_by_fold, text_folds
@@ -28,8 +29,11 @@ from ..data.splits import Pair, split_by_fold, text_folds
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Folds:
+    """One Corrector per fold and the fold of each pair: a value, like its Correctors (``with_ranker`` and
+    ``with_settings`` make new ones)."""
+
     fixes: list[Corrector]  # one per fold; a single one when nothing is cross-fitted
     fold_of: dict[str, int] | None = None  # target text -> fold (None: every pair goes to fixes[0])
 
@@ -58,11 +62,13 @@ class Folds:
             fixes.append(f.with_candidates(counts[i]) if counts is not None else f)
         return cls(fixes, text_folds(data, k))
 
-    def set(self, **attrs: Any) -> None:
-        """The same attribute (ranker, config) on every fold's Corrector."""
-        for fix in self.fixes:
-            for name, value in attrs.items():
-                setattr(fix, name, value)
+    def with_ranker(self, ranker: RankerWeights) -> Folds:
+        """Every fold's Corrector deciding with ``ranker`` (``Corrector.with_ranker``)."""
+        return replace(self, fixes=[fix.with_ranker(ranker) for fix in self.fixes])
+
+    def with_settings(self, **settings: Any) -> Folds:
+        """Every fold's Corrector with these settings in force (``Corrector.with_settings``)."""
+        return replace(self, fixes=[fix.with_settings(**settings) for fix in self.fixes])
 
     def parts(self, pairs: Sequence[Pair]) -> list[list[int]]:
         if self.fold_of is None:

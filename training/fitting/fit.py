@@ -34,7 +34,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from corrector import Corrector
-from corrector.config import in_force
 from corrector.rank import RankerWeights, Scorer
 
 from . import calibrate, pair_veto, ranker, threshold
@@ -50,14 +49,6 @@ def steps(text: str) -> tuple[str, ...]:
     if unknown or not named:
         raise argparse.ArgumentTypeError(f"steps are a comma list of {', '.join(STEPS)}, got {text!r}")
     return tuple(s for s in STEPS if s in named)
-
-
-def decode_with(fixes: Folds, weights: RankerWeights) -> None:
-    """Every Corrector decodes with ``weights`` as a bundle holding them would load: their thresholds, their
-    shortlist size where the bundle's defaults name none."""
-    for fix in fixes.fixes:
-        fix.ranker = weights
-        fix.config = in_force(fix.bundle.corrector_defaults, weights.meta.get("shortlist"), {})
 
 
 def chosen_into(weights: RankerWeights, chosen: dict[bool, tuple[Scorer, float]], rule_name: str,
@@ -94,7 +85,6 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.time()
     fix = Corrector.load(a.model, device="cpu")
     decoding = Folds.over(fix, a.fit_lm_folds, a.data) if a.fit_lm_folds else Folds([fix])
-    everyone = Folds(list({id(f): f for f in [fix, *decoding.fixes]}.values()))
     report: dict = {}
     if "ranker" in a.steps:
         weights, report["ranker"] = ranker.fit(fix, decoding, a)
@@ -102,16 +92,16 @@ def main(argv: list[str] | None = None) -> None:
         weights = fix.ranker
     else:
         raise SystemExit(f"{a.model}: no fitted ranker.json to start from (--steps ranker first)")
-    if "veto" in a.steps:
-        decode_with(everyone, weights)
+    if "veto" in a.steps:  # every Corrector decodes with the weights so far, as a bundle holding them would load
+        fix, decoding = fix.with_ranker(weights), decoding.with_ranker(weights)
         chosen, rule, report["veto"] = pair_veto.fit(decoding, weights, a)
         weights = chosen_into(weights, chosen, "veto", rule)
-    if "threshold" in a.steps:
-        decode_with(everyone, weights)
+    if "threshold" in a.steps:  # every Corrector decodes with the weights so far, as a bundle holding them would load
+        fix, decoding = fix.with_ranker(weights), decoding.with_ranker(weights)
         chosen, rule, report["threshold"] = threshold.fit(fix, decoding, weights, a)
         weights = chosen_into(weights, chosen, "threshold_rule", rule)
-    if "calibration" in a.steps:
-        decode_with(everyone, weights)
+    if "calibration" in a.steps:  # every Corrector decodes with the weights so far, as a bundle holding them would load
+        fix, decoding = fix.with_ranker(weights), decoding.with_ranker(weights)
         chosen, report["calibration"] = calibrate.fit(fix, decoding, weights, a)
         weights = chosen_into(weights, chosen, "calibration_rule", report["calibration"])
     out = a.out or a.model / "ranker.json"

@@ -80,13 +80,13 @@ def fit(folds: Folds, ranker: RankerWeights, a: argparse.Namespace) -> tuple[dic
         vetoed: dict[str, tuple[int, int]] | None = None
         rounds: list[dict] = []
         for _ in range(a.rounds):  # the vetoes depend on the threshold and the threshold on the vetoes
-            folds.set(ranker=ranker.with_scorer(use_lm, replace(scorer, veto={})))
-            right, wrong = pair_counts(folds, train, use_lm, threshold)
+            unvetoed = folds.with_ranker(ranker.with_scorer(use_lm, replace(scorer, veto={})))
+            right, wrong = pair_counts(unvetoed, train, use_lm, threshold)
             veto = unreliable(right, wrong, a.min_edits, a.max_precision)
             if not rounds:
-                before = summarise(sweep(folds, dev, [old], use_lm=use_lm))[0]
-            folds.set(ranker=ranker.with_scorer(use_lm, replace(scorer, veto=veto)))
-            swept = sweep(folds, dev, threshold_grid(threshold), use_lm=use_lm)
+                before = summarise(sweep(unvetoed, dev, [old], use_lm=use_lm))[0]
+            vetoed_folds = folds.with_ranker(ranker.with_scorer(use_lm, replace(scorer, veto=veto)))
+            swept = sweep(vetoed_folds, dev, threshold_grid(threshold), use_lm=use_lm)
             best = choose_threshold(swept, a.max_fpr)["threshold"]
             table = summarise(swept)
             at_best = next(r for r in table if r["threshold"] == best)

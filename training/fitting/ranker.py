@@ -25,9 +25,9 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from corrector import Corrector
-from corrector.config import in_force
 from corrector.features import CHEAP, COL, FEATURES
 from corrector.rank import IDENTITY, RankerWeights
 
@@ -83,7 +83,19 @@ def fit(fix: Corrector, decoding: Folds, a: argparse.Namespace) -> tuple[RankerW
     if a.fit_lm:
         lm_fix = fix.with_lm(a.fit_lm)
         fit = Folds.over(lm_fix, None, a.data, a.fit_count_folds) if a.fit_count_folds else Folds([lm_fix])
-    everyone = Folds(list({id(f): f for f in [fix, *fit.fixes, *dev_fix.fixes]}.values()))  # each one once
+
+    def decode_with(weights: RankerWeights, **settings: Any) -> None:
+        """``fix``, the rows' folds and dev's decode with ``weights`` (and these settings) from here on."""
+        nonlocal fix, fit, dev_fix
+        same = fit is dev_fix
+
+        def derived(f: Corrector) -> Corrector:
+            return f.with_ranker(weights).with_settings(**settings) if settings else f.with_ranker(weights)
+
+        fix = derived(fix)
+        dev_fix = replace(dev_fix, fixes=[derived(f) for f in dev_fix.fixes])
+        fit = dev_fix if same else replace(fit, fixes=[derived(f) for f in fit.fixes])
+
     train = read_pairs(a.train_pairs) if a.train_pairs else train_pairs(a.data, a.holdout)
     if a.limit:
         train = train[: a.limit]
@@ -118,7 +130,7 @@ def fit(fix: Corrector, decoding: Folds, a: argparse.Namespace) -> tuple[RankerW
     report["shortlist_recall_dev"] = shortlist_recall(dev_full, short_w, [1, 4, 8, 16, 32])
     print(f"shortlist weights {short_w}; candidate recall dev {report['candidate_recall_dev']}, after the "
           f"shortlist {report['shortlist_recall_dev']} ({time.time() - t0:.0f} s)", flush=True)
-    everyone.set(ranker=replace(fix.ranker, shortlist=short_w))
+    decode_with(replace(fix.ranker, shortlist=short_w))
 
     # 2. the ranker, with and without the LM, for each hidden size; 3. thresholds on dev
     rows = cached(f"train_rows_s{a.shortlist}{tag}", lambda: Table.concat(
@@ -147,7 +159,7 @@ def fit(fix: Corrector, decoding: Folds, a: argparse.Namespace) -> tuple[RankerW
             report.setdefault("blend", []).append({"hidden": h, "products": ps, **factors})
             print(f"blend on dev (networks, rest): with the LM {factors['with_lm']}, without {factors['no_lm']}",
                   flush=True)
-        everyone.set(ranker=RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {}))
+        decode_with(RankerWeights(with_lm, no_lm, short_w, 0.5, 0.5, {}))
         for k in [int(x) for x in a.try_shortlists.split(",")]:
             trial: dict = {"hidden": h, "products": ps, "shortlist": k, "with_lm": with_lm, "no_lm": no_lm}
             for name, use_lm in (("lm", True), ("no_lm", False)):
@@ -162,9 +174,8 @@ def fit(fix: Corrector, decoding: Folds, a: argparse.Namespace) -> tuple[RankerW
             if best is None or trial["dev_f1"] > best["dev_f1"]:
                 best = trial
     assert best is not None
-    everyone.set(ranker=RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"],
-                                      best["threshold_no_lm"]),
-                 config=in_force(loaded=fix.config, call={"shortlist": best["shortlist"]}))
+    decode_with(RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"]),
+                shortlist=best["shortlist"])
     # 4. calibration: a logistic map of each scorer's edit probabilities on the dev edits (strictly increasing
     # from 0 to 1: calibration_map); the thresholds (chosen on the probabilities) move with it, the same edits made
     for key, use_lm in (("with_lm", True), ("no_lm", False)):
@@ -179,8 +190,7 @@ def fit(fix: Corrector, decoding: Folds, a: argparse.Namespace) -> tuple[RankerW
         best[th] = float(best[key].calibrate(best[th]))
     print(f"calibration: logistic, with the LM {report['calibration_with_lm']}, without {report['calibration_no_lm']}",
           flush=True)
-    everyone.set(ranker=RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"],
-                                      best["threshold_no_lm"]))
+    decode_with(RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"]))
     report["reliability_dev"] = reliability(dev_fix, dev, a.plot)
     meta = {"fitted": True, "train_pairs": len(train), "synthetic_pairs": len(synthetic), "shortlist": best["shortlist"], "hidden": best["hidden"],
             "products": best["products"],
