@@ -7,7 +7,6 @@ prepare (chunks, protected characters, batches) -> score (the networks, then eve
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from corrector.bundle import CANDIDATES_DIR, DOMAIN_WORDS, LM_DIR, RANKER, SIMILARITY_DIR, Bundle, Precision
+from corrector.bundle import CANDIDATES_DIR, DOMAIN_WORDS, LM_DIR, SIMILARITY_DIR, Bundle, Precision
 from corrector.config import CorrectorConfig, in_force
 from corrector.decide import decide, threshold_of
 from corrector.evidence.candidates import CandidateTable
@@ -107,12 +106,7 @@ class Corrector:
                 f"no model bundle found at {root}; pass a bundle directory (--model DIR) or set ${ENV_MODEL}"
             )
         bundle = Bundle.load(root)
-        ranker = HEURISTIC
-        if bundle.file(RANKER).is_file():
-            try:
-                ranker = RankerWeights.from_dict(json.loads(bundle.file(RANKER).read_text(encoding="utf-8")))
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                raise CorrectorError(f"bad model bundle: {bundle.file(RANKER)}: {e}") from None
+        ranker = RankerWeights.of_bundle(bundle)
         try:  # a bad setting fails before anything heavy loads
             config = in_force(bundle.corrector_defaults, ranker.meta.get("shortlist"), load=settings)
         except (TypeError, ValueError) as e:

@@ -43,7 +43,7 @@ def threshold_of(ranker: RankerWeights, cfg: CorrectorConfig, use_lm: bool) -> f
     """The confidence threshold in force: the call's, else the bundle's for decoding with or without the LM."""
     if cfg.threshold is not None:
         return cfg.threshold
-    return ranker.threshold if use_lm else ranker.threshold_no_lm
+    return ranker.threshold_for(use_lm)
 
 
 def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: CorrectorConfig) -> Decided:

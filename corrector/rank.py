@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from corrector.bundle import RANKER, Bundle
 from corrector.features import CHEAP, COL, FEATURES, Rows
+from corrector.types import CorrectorError
 
 MAX_ROUNDS = 4
 
@@ -121,8 +123,24 @@ class RankerWeights:
     threshold_no_lm: float = 0.5  # ... and the one for decoding without the LM
     meta: dict = field(default_factory=dict)
 
+    @classmethod
+    def of_bundle(cls, bundle: Bundle) -> RankerWeights:
+        """The bundle's fitted ranker (``ranker.json``), or the hand-set one where it has none; CorrectorError
+        names a file that cannot be read."""
+        path = bundle.file(RANKER)
+        if not path.is_file():
+            return HEURISTIC
+        try:
+            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CorrectorError(f"bad model bundle: {path}: {e}") from None
+
     def pick(self, use_lm: bool) -> Scorer:
         return self.scorer if use_lm else self.scorer_no_lm
+
+    def threshold_for(self, use_lm: bool) -> float:
+        """The bundle's confidence threshold for decoding with the LM or without it."""
+        return self.threshold if use_lm else self.threshold_no_lm
 
     def with_scorer(self, use_lm: bool, scorer: Scorer) -> RankerWeights:
         """A copy with ``scorer`` in place of the one ``pick(use_lm)`` gives."""

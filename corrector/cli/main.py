@@ -217,24 +217,21 @@ def run_settings(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m corrector settings", description=run_settings.__doc__)
     model_args(ap)
     args = ap.parse_args(argv)
-    from corrector.bundle import MANIFEST, RANKER
+    from corrector.bundle import Bundle
     from corrector.config import in_force, settings_table
     from corrector.model_path import default_model_path
+    from corrector.rank import RankerWeights
 
-    root = Path(args.model) if args.model else default_model_path()
-    try:
-        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-        ranker = json.loads((root / RANKER).read_text(encoding="utf-8")) if (root / RANKER).is_file() else {}
-    except (OSError, ValueError) as e:
-        raise CliError(f"cannot read the bundle at {root}: {e}") from None
-    try:
-        values = in_force(manifest.get("corrector_defaults", {}), ranker.get("meta", {}).get("shortlist")).to_dict()
+    try:  # what Corrector.load resolves, without loading the networks
+        bundle = Bundle.load(Path(args.model) if args.model else default_model_path())
+        ranker = RankerWeights.of_bundle(bundle)
+        values = in_force(bundle.corrector_defaults, ranker.meta.get("shortlist")).to_dict()
+    except CorrectorError as e:
+        raise CliError(str(e)) from None
     except (TypeError, ValueError) as e:
-        raise CliError(f"bad model bundle at {root}: {e}") from None
-    if values["threshold"] is None and "threshold" in ranker:  # the bundle's: one with the LM, one without
-        no_lm = ranker.get("threshold_no_lm")
-        values["threshold"] = (ranker["threshold"] if no_lm is None
-                               else f"{ranker['threshold']:g} ({no_lm:g} with use_lm false)")
+        raise CliError(f"bad model bundle at {bundle.path}: {e}") from None
+    if values["threshold"] is None:  # the bundle's: one with the LM, one without
+        values["threshold"] = f"{ranker.threshold_for(True):g} ({ranker.threshold_for(False):g} with use_lm false)"
     print(settings_table(values))
     return 0
 

@@ -95,7 +95,7 @@ def fit(fix: Corrector, folds: Folds, ranker: RankerWeights, a: argparse.Namespa
             continue
         raw = ranker.with_scorer(use_lm, replace(ranker.pick(use_lm), calibration=IDENTITY))
         p, right, counts = collect(fix.with_ranker(raw), folds.with_ranker(raw), sets, dev, use_lm)
-        threshold = ranker.threshold if use_lm else ranker.threshold_no_lm
+        threshold = ranker.threshold_for(use_lm)
         scorer, threshold, done = recalibrate(ranker.pick(use_lm), threshold, (p, right))
         chosen[use_lm] = scorer, threshold
         report[key] = {**done, "edits_by_set": counts}

@@ -76,7 +76,7 @@ def fit(folds: Folds, ranker: RankerWeights, a: argparse.Namespace) -> tuple[dic
                     "max_precision": a.max_precision}
     for key, use_lm in (("with_lm", True), ("no_lm", False)):
         scorer = ranker.pick(use_lm)
-        old = threshold = ranker.threshold if use_lm else ranker.threshold_no_lm
+        old = threshold = ranker.threshold_for(use_lm)
         vetoed: dict[str, tuple[int, int]] | None = None
         rounds: list[dict] = []
         for _ in range(a.rounds):  # the vetoes depend on the threshold and the threshold on the vetoes
