@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from corrector.bundle import CANDIDATES_DIR, DOMAIN_WORDS, LM_DIR, SIMILARITY_DIR, Bundle, Precision
+from corrector.bundle import Bundle, Precision
+from corrector.bundle_tables import BundleTables, candidate_folder, load_lm
 from corrector.config import CorrectorConfig, in_force
 from corrector.decide import decide, threshold_of
 from corrector.evidence.candidates import CandidateTable
 from corrector.evidence.char_lm import CharLM
-from corrector.evidence.dictionary import WORDS, WordTable
-from corrector.evidence.foreign_names import load_name_shares
+from corrector.evidence.dictionary import WordTable
 from corrector.evidence.kept_forms import PairCounts
 from corrector.evidence.similarity import SimilarityTables
 from corrector.explain import explain_text
 from corrector.features import Evidence, Sites
-from corrector.guards import Protections, read_word_file
+from corrector.guards import Protections
 from corrector.model_path import ENV_MODEL, default_model_path
 from corrector.rank import HEURISTIC, RankerWeights
 from corrector.runtime.sessions import Device, Networks, OnnxNetworks, ProcessLocalPool
@@ -116,17 +116,10 @@ class Corrector:
         with ThreadPoolExecutor(1, thread_name_prefix="onnx-load") as pool:  # the sessions build in C++, without
             sessions = pool.submit(OnnxNetworks, graphs, device, threads, cpu_graphs,  # the GIL, as the tables load
                                    dynamic_int8=not bundle.int8_static)  # rows never mix
-            tables = SimilarityTables.load(bundle.file(SIMILARITY_DIR))
-            cand_dir = bundle.file(CANDIDATES_DIR)
-            candidates, counts, names = _candidate_folder(cand_dir) if cand_dir.is_dir() else (None, None, None)
-            lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
-            char_lm = _load_lm(lm_path) if lm is not None or lm_path.is_dir() else None
-            words = bundle.file(WORDS)
-            domain = bundle.file(DOMAIN_WORDS)
-            return cls.from_parts(bundle, sessions, tables, config, candidates=candidates, counts=counts,
-                                  name_shares=names, lm=char_lm, ranker=ranker, load_settings=settings,
-                                  domain_words=read_word_file(domain) if domain.is_file() else (),
-                                  words=WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None)
+            t = BundleTables.load(bundle, lm)
+            return cls.from_parts(bundle, sessions, t.similarity, config, candidates=t.candidates, counts=t.counts,
+                                  name_shares=t.name_shares, lm=t.lm, ranker=ranker, load_settings=settings,
+                                  domain_words=t.domain_words, words=t.words)
 
     @classmethod
     def from_parts(cls, bundle: Bundle, networks: N | Future[N], tables: SimilarityTables,
@@ -156,14 +149,14 @@ class Corrector:
     def with_lm(self, lm: str | Path | None) -> Corrector:
         """This Corrector over another character LM (a path as for ``load``; None: without one), sharing
         the ONNX sessions and every other table: the folds of cross-fitting differ only in their LM."""
-        char_lm = _load_lm(Path(lm)) if lm is not None else None
+        char_lm = load_lm(Path(lm)) if lm is not None else None
         return self._derived(evidence=self.evidence.with_lm(char_lm))
 
     def with_candidates(self, candidates: str | Path) -> Corrector:
         """This Corrector over another candidate table (a ``training.evidence.candidates`` folder: the counts of another
         set of real pairs, with their kept word forms and name shares), sharing the ONNX sessions, the LM and every
         other table: the folds of cross-fitting."""
-        table, counts, names = _candidate_folder(Path(candidates))
+        table, counts, names = candidate_folder(Path(candidates))
         return self._derived(evidence=self.evidence.with_candidates(table, counts), name_shares=names)
 
     def with_domain_words(self, words: Sequence[str]) -> Corrector:
@@ -374,18 +367,6 @@ class Corrector:
         return cfg
 
 
-def _load_lm(path: Path) -> Any:
-    """A character LM directory (training.evidence.char_lm), or a KenLM .arpa/.klm file through the kenlm module."""
-    if path.is_file() and path.suffix in (".arpa", ".klm", ".bin"):
-        from corrector.evidence.char_lm_kenlm import KenLMCharLM
-
-        return KenLMCharLM.load(path)
-    if not path.is_dir():
-        raise CorrectorError(f"no character LM at {path}: expected a directory from training.evidence.char_lm "
-                             "or a KenLM .arpa/.klm file")
-    return CharLM.load(path)
-
-
 def _length_batches(lengths: list[int], batch_size: int, max_padding: float = 0.25) -> list[list[int]]:
     """Indices in length order, cut into batches of at most ``batch_size`` whose padding stays under
     ``max_padding`` of the real tokens: one long chunk no longer pads thirty short ones to its length."""
@@ -419,9 +400,3 @@ def _scrub_surrogates(text: str) -> str:
     if not any("\ud800" <= c <= "\udfff" for c in text):
         return text
     return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
-
-
-def _candidate_folder(directory: Path) -> tuple[CandidateTable, PairCounts, dict[str, float]]:
-    """A ``training.evidence.candidates`` folder: the candidate table, the word forms the real pairs keep and the
-    foreign names' characters, each by its own loader."""
-    return CandidateTable.load(directory), PairCounts.load(directory), load_name_shares(directory)

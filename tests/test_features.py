@@ -16,6 +16,7 @@ from corrector.features import COL, FEATURES, INPUTS, SOURCES, Evidence, OwnCoun
 from corrector.features.cheap import ErrorCounts
 from corrector.features.kept import Kept
 from corrector.features.lm import LMGain
+from corrector.features.state import TABLES
 from corrector.features.words import _name_like
 from corrector.runtime.sessions import LogProbs
 
@@ -477,8 +478,10 @@ def test_every_feature_column_is_filled_by_exactly_one_feature_object():
     filled = [name for kind in SOURCES for name in kind.columns]
     assert sorted(filled) == sorted(FEATURES) and len(filled) == len(set(filled))
     assert all(kind.reads and set(kind.reads) <= set(INPUTS) for kind in SOURCES)
+    assert all(set(kind.tables) <= set(TABLES) for kind in SOURCES)  # each built from fields of the one Tables
     ev = evidence()
     assert [type(f) for f in ev.sources] == list(SOURCES)
+    assert all(type(kind.from_tables(ev.tables)) is kind for kind in SOURCES)
     text = "天汽"  # a feature fills its own columns and no other
     sites = sites_of(text, {"气": -0.5})
     rows = ev.rows(sites, [text], ev.shortlist(sites, {"pinyin": 1.0}, size=2, top_k=1, custom={}), None)

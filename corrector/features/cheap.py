@@ -9,7 +9,7 @@ import numpy as np
 from corrector.evidence.candidates import CandidateTable
 from corrector.features.columns import COL, RATE_A, RATE_B
 from corrector.features.sites import Sites
-from corrector.features.state import Feature, OwnCounts, RowContext, Vocabulary
+from corrector.features.state import Feature, OwnCounts, RowContext, Tables, Vocabulary
 
 
 class Choice(Feature):
@@ -53,10 +53,14 @@ class Similarity(CheapFeature):
     keep row is as similar as can be."""
 
     columns = ("pinyin", "shape")
-    tables = ("candidate table",)
+    tables = ("candidates",)
 
     def __init__(self, table: CandidateTable):
         self.table = table
+
+    @classmethod
+    def from_tables(cls, tables: Tables) -> Similarity:
+        return cls(tables.candidates)
 
     def values(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray) -> dict[str, np.ndarray]:
         return {"pinyin": table_column(self.table.pinyin, static), "shape": table_column(self.table.shape, static)}
@@ -75,7 +79,7 @@ class ErrorCounts(CheapFeature):
     and as written) is left out of both counts when given (leave-one-out)."""
 
     columns = ("confusions", "error_rate")
-    tables = ("candidate table",)
+    tables = ("candidates", "vocabulary")
     counted = True
 
     def __init__(self, table: CandidateTable, vocab: Vocabulary):
@@ -83,6 +87,10 @@ class ErrorCounts(CheapFeature):
         # per vocab id: how often the character was written in the real training pairs (error_rate's denominator)
         self.written = np.array([table.written_count(t) if len(t) == 1 else 0.0 for t in vocab.tokens],
                                 dtype=np.float32)
+
+    @classmethod
+    def from_tables(cls, tables: Tables) -> ErrorCounts:
+        return cls(tables.candidates, tables.vocabulary)
 
     def values(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray,
                own: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -107,10 +115,14 @@ class Frequency(CheapFeature):
     """``freq``: the choice's log corpus frequency against the character written's."""
 
     columns = ("freq",)
-    tables = ("frequencies",)
+    tables = ("vocabulary",)
 
     def __init__(self, vocab: Vocabulary):
         self.logfreq = vocab.logfreq
+
+    @classmethod
+    def from_tables(cls, tables: Tables) -> Frequency:
+        return cls(tables.vocabulary)
 
     def values(self, sites: Sites, site: np.ndarray, vid: np.ndarray, static: np.ndarray) -> dict[str, np.ndarray]:
         return {"freq": self.logfreq[vid] - self.logfreq[sites.src_id[site]]}

@@ -9,7 +9,8 @@ with them in ``SOURCES`` order; ``refresh`` scores the text-dependent ones again
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 import numpy as np
@@ -29,10 +30,11 @@ from corrector.features.cheap import (
 from corrector.features.columns import FEATURES
 from corrector.features.gather import Gather
 from corrector.features.kept import Kept
-from corrector.features.lm import LMGain, LMText, PairGain
+from corrector.features.lm import LMGain, PairGain
+from corrector.features.lm_text import LMText
 from corrector.features.pairs import WordPairFinder
 from corrector.features.sites import Rows, Sites, WordPairs
-from corrector.features.state import Dictionary, Feature, OwnCounts, RowContext, Vocabulary
+from corrector.features.state import TABLES, Dictionary, Feature, OwnCounts, RowContext, Tables, Vocabulary
 from corrector.features.words import Name, Word
 
 # the feature objects' kinds, in the order they fill their columns (adding evidence: one kind here, its columns
@@ -45,7 +47,7 @@ F = TypeVar("F", bound=Feature)
 class Evidence:
     """Everything a choice is scored on except the networks' raw outputs, which come in with the sites."""
 
-    text: LMText | None  # the character LM over the chunks (None: none)
+    tables: Tables  # the bundle's tables, which every feature object is built from
     sources: tuple[Feature, ...]  # the feature objects, in ``SOURCES`` order
     gather: Gather  # the candidates, scored for the shortlist by the cheap features
 
@@ -53,33 +55,50 @@ class Evidence:
                  words: WordTable | None = None, counts: PairCounts | None = None):
         """``words``: jieba's words as the bundle stores them (``corrector.evidence.dictionary``); None: read from jieba
         at first use. ``counts``: the word forms the real training pairs keep (None: none)."""
-        self.vocabulary = Vocabulary(vocab, tables)
-        self.vocab = self.vocabulary.tokens
-        self.tables = tables
-        self.dictionary = Dictionary(words, self.vocabulary)
-        self.find_pairs = WordPairFinder(self.vocabulary, tables, self.dictionary)
-        self._build(candidates, counts if counts is not None else PairCounts(), lm, None)
+        vocabulary = Vocabulary(vocab, tables)
+        dictionary = Dictionary(words, vocabulary)
+        self.find_pairs = WordPairFinder(vocabulary, tables, dictionary)
+        self._build(Tables(vocabulary, tables, candidates, counts if counts is not None else PairCounts(), dictionary,
+                           LMText(lm, vocabulary.tokens) if lm is not None else None), None)
 
-    def _build(self, candidates: CandidateTable, counts: PairCounts, lm, like: Evidence | None) -> None:
-        """The feature objects over these tables; those of ``like`` that read none of the tables changed are kept."""
-        self.table, self.counts, self.lm = candidates, counts, lm
-        changed = {"lm"} if like is None or lm is not like.lm else set()
-        if like is None or candidates is not like.table or counts is not like.counts:
-            changed |= {"candidate table", "pair counts"}
-        self.text = (like.text if like is not None and "lm" not in changed else
-                     LMText(lm, self.vocab) if lm is not None else None)
-        V = len(self.vocabulary)
-        make: dict[type[Feature], Callable[[], Feature]] = {
-            GeneratorLogProb: GeneratorLogProb, Similarity: lambda: Similarity(candidates),
-            ErrorCounts: lambda: ErrorCounts(candidates, self.vocabulary), Frequency: lambda: Frequency(self.vocabulary),
-            Choice: Choice, Name: Name, Word: lambda: Word(self.dictionary, V),
-            Kept: lambda: Kept(counts, self.vocabulary), LMGain: lambda: LMGain(self.text),
-            PairGain: lambda: PairGain(self.text, V)}
-        self.sources = tuple(
-            like.source(kind) if like is not None and not changed & set(kind.tables) else make[kind]()
-            for kind in SOURCES)
-        self.gather = (like.gather if like is not None and "candidate table" not in changed else
-                       Gather(self.vocabulary, candidates, [f for f in self.sources if isinstance(f, CheapFeature)]))
+    def _build(self, tables: Tables, like: Evidence | None) -> None:
+        """The feature objects over ``tables``; those of ``like`` built from none of the tables changed are kept."""
+        self.tables = tables
+        changed = set(TABLES) if like is None else tables.changed(like.tables)
+        self.sources = tuple(like.source(kind) if like is not None and not changed & set(kind.tables) else
+                             kind.from_tables(tables) for kind in SOURCES)
+        self.gather = (like.gather if like is not None and not changed & {"candidates", "vocabulary"} else
+                       Gather(tables.vocabulary, tables.candidates,
+                              [f for f in self.sources if isinstance(f, CheapFeature)]))
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        return self.tables.vocabulary
+
+    @property
+    def vocab(self) -> list[str]:
+        return self.tables.vocabulary.tokens
+
+    @property
+    def dictionary(self) -> Dictionary:
+        return self.tables.dictionary
+
+    @property
+    def table(self) -> CandidateTable:
+        return self.tables.candidates
+
+    @property
+    def counts(self) -> PairCounts:
+        return self.tables.counts
+
+    @property
+    def text(self) -> LMText | None:
+        """The character LM over the chunks (None: none)."""
+        return self.tables.text
+
+    @property
+    def lm(self):
+        return self.tables.text.lm if self.tables.text is not None else None
 
     def source(self, kind: type[F]) -> F:
         """The feature object of that kind."""
@@ -87,16 +106,18 @@ class Evidence:
 
     def with_lm(self, lm) -> Evidence:
         """The same evidence over another character LM (None: without one); the LM-free features are shared."""
-        return self._rebuilt(self.table, self.counts, lm)
+        if lm is self.lm:
+            return self._rebuilt(self.tables)
+        return self._rebuilt(replace(self.tables, text=LMText(lm, self.vocab) if lm is not None else None))
 
     def with_candidates(self, candidates: CandidateTable, counts: PairCounts) -> Evidence:
         """The same evidence over another candidate table and pair counts (a fold of cross-fitting), sharing the
         vocabulary, the similarity tables, the LM and the dictionary's words."""
-        return self._rebuilt(candidates, counts, self.lm)
+        return self._rebuilt(replace(self.tables, candidates=candidates, counts=counts))
 
-    def _rebuilt(self, candidates: CandidateTable, counts: PairCounts, lm) -> Evidence:
+    def _rebuilt(self, tables: Tables) -> Evidence:
         other = copy.copy(self)
-        other._build(candidates, counts, lm, self)
+        other._build(tables, self)
         return other
 
     # ---- the score stage ---------------------------------------------------------------------------------------

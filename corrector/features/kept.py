@@ -10,7 +10,7 @@ import numpy as np
 from corrector.evidence.kept_forms import KeptForms, PairCounts, kept_word_value, seen_value
 from corrector.features.columns import COL
 from corrector.features.sites import Sites
-from corrector.features.state import Feature, OwnCounts, RowContext, Vocabulary
+from corrector.features.state import Feature, OwnCounts, RowContext, Tables, Vocabulary
 
 
 class Kept(Feature):
@@ -21,12 +21,16 @@ class Kept(Feature):
 
     columns = ("seen", "seen_max", "kept_word")
     reads = ("sites", "site", "is_keep", "T")
-    tables = ("pair counts",)
+    tables = ("counts", "vocabulary")
     counted = True
 
     def __init__(self, counts: PairCounts, vocab: Vocabulary):
         self.vocab = vocab
         self.kept = KeptForms(counts, vocab.char_ids, len(vocab))
+
+    @classmethod
+    def from_tables(cls, tables: Tables) -> Kept:
+        return cls(tables.counts, tables.vocabulary)
 
     def fill(self, ctx: RowContext, X: np.ndarray) -> None:
         self._fill(ctx, X, None)

@@ -1,5 +1,6 @@
-"""What the feature objects share: the ``Feature`` interface, the rows being scored (``RowContext``), the
-vocabulary's per-character tables (``Vocabulary``) and jieba's words (``Dictionary``, read once)."""
+"""What the feature objects share: the ``Feature`` interface, the rows being scored (``RowContext``), the bundle's
+tables they are built from (``Tables``), the vocabulary's per-character tables (``Vocabulary``) and jieba's words
+(``Dictionary``, read once)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from corrector.evidence.candidates import CandidateTable
 from corrector.evidence.dictionary import WordTable
 from corrector.evidence.kept_forms import CharIds, PairCounts
 from corrector.evidence.similarity import SimilarityTables
+from corrector.features.lm_text import LMText
 from corrector.features.sites import Rows, Sites, WordPairs
 
 
@@ -37,8 +40,8 @@ INPUTS = tuple(f.name for f in fields(RowContext))  # what a feature may declare
 
 class Feature:
     """One source of evidence: fills its ``columns`` (names of ``columns.FEATURES``) of a batch's rows from the
-    ``reads`` of the rows (fields of ``RowContext``) and the bundle's ``tables`` it was built with, in batched
-    numpy calls.
+    ``reads`` of the rows (fields of ``RowContext``) and the bundle's ``tables`` it was built from (fields of
+    ``Tables``: :meth:`from_tables`), in batched numpy calls.
 
     A feature that reads ``lm_ids`` (the text as the LM sees it, which the decoder's edits change) is scored
     again after each round (:meth:`refresh`). A ``counted`` feature reads counts of the real training pairs and
@@ -49,6 +52,11 @@ class Feature:
     reads: ClassVar[tuple[str, ...]]
     tables: ClassVar[tuple[str, ...]] = ()
     counted: ClassVar[bool] = False
+
+    @classmethod
+    def from_tables(cls, tables: Tables) -> Feature:
+        """The feature built from the bundle's tables (it keeps those its ``tables`` names)."""
+        return cls()
 
     def fill(self, ctx: RowContext, X: np.ndarray) -> None:
         raise NotImplementedError
@@ -126,3 +134,24 @@ class Dictionary:
         if self._words is None:
             self._words = WordTable.from_jieba(self._vocab.char_id, len(self._vocab))
         return self._words
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The bundle's tables that the features are built from, one value handed to every feature kind's
+    ``Feature.from_tables``. Another LM or a fold's candidate table is another value (``replace``); only the
+    features that declare a field that changed are built again (``Feature.tables``)."""
+
+    vocabulary: Vocabulary  # the vocabulary and each character's corpus frequency
+    similarity: SimilarityTables  # pinyin and shape similarity, character frequencies
+    candidates: CandidateTable  # each character's candidates, their similarities and the real pairs' error counts
+    counts: PairCounts  # the word forms the real training pairs keep
+    dictionary: Dictionary  # jieba's two- and three-character words
+    text: LMText | None  # the character LM over the text (None: decoding without one)
+
+    def changed(self, other: Tables) -> set[str]:
+        """The fields that hold another object than ``other``'s."""
+        return {f.name for f in fields(self) if getattr(self, f.name) is not getattr(other, f.name)}
+
+
+TABLES = tuple(f.name for f in fields(Tables))  # what a feature may declare it is built from

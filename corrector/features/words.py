@@ -8,7 +8,7 @@ import numpy as np
 from corrector.evidence.kept_forms import word_key
 from corrector.evidence.lookup import lookup_sorted
 from corrector.features.columns import COL, PLACE_SUFFIXES, SURNAMES
-from corrector.features.state import Dictionary, Feature, RowContext
+from corrector.features.state import Dictionary, Feature, RowContext, Tables
 
 
 class Word(Feature):
@@ -17,12 +17,16 @@ class Word(Feature):
 
     columns = ("word",)
     reads = ("sites", "site", "vid", "T")
-    tables = ("dictionary",)
+    tables = ("dictionary", "vocabulary")
 
     def __init__(self, dictionary: Dictionary, V: int):
         self.dictionary = dictionary
         self.V = V
         self._keys: tuple[np.ndarray, ...] | None = None
+
+    @classmethod
+    def from_tables(cls, tables: Tables) -> Word:
+        return cls(tables.dictionary, len(tables.vocabulary))
 
     def fill(self, ctx: RowContext, X: np.ndarray) -> None:
         k2, f2, k3, f3 = self._word_keys()
