@@ -9,7 +9,7 @@ A bundle's manifest carries tuned defaults (``corrector_defaults``); callers ove
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -170,13 +170,19 @@ class Words(tuple):
 
 def in_force(bundle_defaults: Mapping[str, Any] | None = None, ranker_shortlist: Any = None,
              load: Mapping[str, Any] | None = None, call: Mapping[str, Any] | None = None, *,
-             loaded: CorrectorConfig | None = None) -> CorrectorConfig:
+             loaded: CorrectorConfig | None = None, thresholds: Callable[[bool], float] | None = None,
+             has_lm: bool = True) -> CorrectorConfig:
     """The settings in force, the one place they are worked out (``Corrector.load`` and each of its calls, the CLI's
     ``settings`` list, the service's start-up check and its cost of a request), in this order: the declarations
     above; the bundle's tuned defaults (those the decoder retired ignored); the shortlist size its ranker was chosen
     with where the bundle names none; the load's settings; the call's (a call's ``protect`` words add to the
     others'). ``loaded``: the first four already applied (a Corrector's ``config``), so only ``call`` is. A None
-    value leaves a setting as it is; ValueError names a bad one."""
+    value leaves a setting as it is; ValueError names a bad one.
+
+    ``thresholds``: the bundle's confidence threshold for decoding with the LM (True) or without it (its ranker's
+    ``threshold_for``), which fills a threshold nobody set once the rest is in force, by ``use_lm`` and ``has_lm``
+    (whether the bundle has an LM): the threshold a call decides with, on the confidence scale users see. A
+    Corrector's own ``config`` leaves it unset, so that a call's ``use_lm`` picks it."""
     if loaded is None:
         tuned = {k: v for k, v in (bundle_defaults or {}).items() if k not in RETIRED_SETTINGS}
         if "shortlist" not in tuned and ranker_shortlist is not None:
@@ -187,6 +193,8 @@ def in_force(bundle_defaults: Mapping[str, Any] | None = None, ranker_shortlist:
     cfg = loaded.with_overrides(**(call or {}))
     if call and call.get("protect") is not None:
         cfg = replace(cfg, protect=Words(loaded.protect, cfg.protect))
+    if thresholds is not None and cfg.threshold is None:
+        cfg = replace(cfg, threshold=float(thresholds(cfg.use_lm and has_lm)))
     return cfg
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from corrector.bundle import Bundle, Precision
 from corrector.bundle_tables import BundleTables, candidate_folder, load_lm
 from corrector.config import CorrectorConfig, in_force
-from corrector.decide import decide, threshold_of
+from corrector.decide import decide
 from corrector.evidence.candidates import CandidateTable
 from corrector.evidence.char_lm import CharLM
 from corrector.evidence.dictionary import WordTable
@@ -339,12 +339,18 @@ class Corrector:
 
     def decide(self, scored: Scored, settings: CorrectorConfig | None = None) -> Decided:
         """One status per site of a scored batch (the ranker's rounds: ``corrector.decide``), and the edits."""
-        return decide(scored, self.ranker, self.evidence, settings if settings is not None else self.config)
+        return decide(scored, self.ranker, self.evidence, self._in_force(settings))
 
     def threshold(self, settings: CorrectorConfig | None = None) -> float:
         """The confidence threshold in force for these settings (the bundle's unless they set one)."""
-        cfg = settings if settings is not None else self.config
-        return threshold_of(self.ranker, cfg, cfg.use_lm and self.has_lm)
+        threshold = self._in_force(settings).threshold
+        assert threshold is not None
+        return threshold
+
+    def _in_force(self, settings: CorrectorConfig | None, call: dict[str, Any] | None = None) -> CorrectorConfig:
+        """``settings`` (default: this Corrector's) with ``call``'s, the bundle's threshold where none is set."""
+        return in_force(loaded=settings if settings is not None else self.config, call=call,
+                        thresholds=self.ranker.threshold_for, has_lm=self.has_lm)
 
     # ---- helpers ----------------------------------------------------------------------------------
 
@@ -355,7 +361,7 @@ class Corrector:
             if not isinstance(t, str):
                 raise CorrectorError(f"texts must be strings, got {type(t).__name__}")
         try:
-            cfg = in_force(call=settings, loaded=self.config)
+            cfg = self._in_force(None, settings)
         except (TypeError, ValueError) as e:
             raise CorrectorError(str(e)) from None
         if cfg.threshold is not None:

@@ -39,20 +39,14 @@ from corrector.text.script import restore_edits
 from corrector.types import Edit, Reason
 
 
-def threshold_of(ranker: RankerWeights, cfg: CorrectorConfig, use_lm: bool) -> float:
-    """The confidence threshold in force: the call's, else the bundle's for decoding with or without the LM."""
-    if cfg.threshold is not None:
-        return cfg.threshold
-    return ranker.threshold_for(use_lm)
-
-
 def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: CorrectorConfig) -> Decided:
     sites, chunks, vocab = scored.sites, scored.chunks, evidence.vocab
     rows = replace(scored.rows, X=scored.rows.X.copy())  # the LM features change as edits are made
     lm_ids = list(scored.lm_ids) if scored.lm_ids is not None else None
     n = len(sites)
     scorer = ranker.pick(lm_ids is not None)
-    confidence_threshold = threshold_of(ranker, cfg, lm_ids is not None)
+    assert cfg.threshold is not None, "decide takes settings in force, the threshold resolved (config.in_force)"
+    confidence_threshold = cfg.threshold
     threshold = scorer.uncalibrate(confidence_threshold)  # the same edits, on the uncalibrated probability
     open_sites = np.ones(n, dtype=bool)
     chosen: dict[int, tuple[int, float]] = {}

@@ -83,4 +83,4 @@ def test_cli_settings_of_a_missing_bundle_is_one_line_and_exit_1(capsys, tmp_pat
         main(["settings", "--model", str(tmp_path / "none")])
     assert e.value.code == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: cannot read the bundle at") and err.count("\n") == 1
+    assert err.startswith(f"error: no model bundle at {tmp_path / 'none'}") and err.count("\n") == 1

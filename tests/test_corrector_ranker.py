@@ -126,3 +126,15 @@ def test_a_corrector_is_a_value_derived_never_assigned(fake_tiny_bundle):
     folds = Folds([fix])
     derived = folds.with_ranker(r16)
     assert folds.fixes[0] is fix and derived.fixes[0].ranker is r16 and derived.fixes[0].networks is fix.networks
+
+
+def test_the_threshold_is_resolved_with_the_other_settings(fake_tiny_bundle):
+    """config.in_force fills a threshold nobody set with the bundle's for the call's use_lm (the tiny bundle has no
+    LM, so the no-LM one), on the confidence scale; a Corrector's own config leaves it unset so calls can pick."""
+    from dataclasses import replace
+
+    fix = custom_ranker_corrector(fake_tiny_bundle)
+    fix = fix.with_ranker(replace(fix.ranker, threshold=0.6, threshold_no_lm=0.4))
+    assert fix.config.threshold is None
+    assert fix.prepare(["今天天汽很好"]).settings.threshold == 0.4 == fix.threshold()
+    assert fix.prepare(["今天天汽很好"], threshold=0.7).settings.threshold == 0.7
