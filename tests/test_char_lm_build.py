@@ -121,6 +121,31 @@ def test_node_format_scores_as_the_hashed_format_in_half_the_bytes(corpus: tuple
     assert n.entry([3, 3, 3, 3, 3]) == h.entry([3, 3, 3, 3, 3])
 
 
+def test_a_hashed_lm_reformatted_into_nodes_scores_exactly_as_before(corpus: tuple[Path, list[str]],
+                                                                       tmp_path: Path) -> None:
+    """--reformat: every stored value keeps its code in the source's codebooks, so each window scores the same to
+    the bit (the shipped bundle's LM changed format this way without one answer changing); the meta keeps the
+    source's build record."""
+    d, lines = corpus
+    hashed = build_lm.Variant(tmp_path / "hashed", 4, "kn", [0, 0, 2, 2], 8, "hashed")
+    build_lm.build(d, [hashed], vocab_size=200, holdout_every=50)
+    assert build_lm.main(["--reformat", str(hashed.out), "--out", str(tmp_path / "nodes")]) == 0
+    h, n = CharLM.load(hashed.out), CharLM.load(tmp_path / "nodes")
+    assert isinstance(n, NodeCharLM) and n.size_bytes() < 0.6 * h.size_bytes()
+    win = np.concatenate([h.windows(h.encode_sentence(s)) for s in lines[:300]])
+    other = win.copy()
+    other[:, 1:] = np.random.default_rng(1).integers(0, h.vocab_size, size=(len(win), 3))
+    for w in (win, other):
+        assert np.array_equal(h.logprob(w), n.logprob(w))
+    assert n.meta["heldout_perplexity"] == h.meta["heldout_perplexity"] and n.meta["reformatted_from"] == h.meta["format"]
+    assert (tmp_path / "nodes" / "vocab.txt").read_text(encoding="utf-8") == (hashed.out / "vocab.txt").read_text(
+        encoding="utf-8")
+    floats = build_lm.Variant(tmp_path / "floats", 4, "kn", [0, 0, 2, 2], 0, "hashed")
+    build_lm.build(d, [floats], vocab_size=200, holdout_every=50)
+    with pytest.raises(SystemExit, match="quantised"):
+        build_lm.main(["--reformat", str(floats.out), "--out", str(tmp_path / "bad")])
+
+
 def test_node_hash_is_a_bijection_of_its_bits() -> None:
     for bits in (5, 26, 37):
         x = np.random.default_rng(bits).integers(0, 1 << bits, size=5000, dtype=np.uint64)

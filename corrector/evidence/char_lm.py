@@ -265,6 +265,12 @@ class CharLM(CharLMBase):
             return None
         return float(self._value(True, k, idx)[0]), float(self._value(False, k, idx)[0])
 
+    def codebooks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(probability, backoff) codebooks of a quantised model, one row of 256 per order."""
+        if not self.quantised:
+            raise ValueError(f"{self.path}: the model stores float32 values, not codes")
+        return self._prob_cb, self._bow_cb
+
     def stored_ngrams(self) -> dict[int, tuple[IntArray, FloatArray, FloatArray]]:
         """Every stored n-gram, decoded from the table: {order: (ids (M, order), ln P, ln backoff)}, each
         order sorted by packed key. For export and inspection (reads the whole table)."""

@@ -220,9 +220,23 @@ def buckets(bk: np.ndarray, bucket_bits: int) -> tuple[np.ndarray, np.ndarray]:
     return block_base.astype(np.uint32), rel.astype(np.uint8)
 
 
+def codes_in(values: np.ndarray, book: np.ndarray) -> np.ndarray:
+    """Each of ``values`` as the code of its entry in ``book`` (values read back from a quantised model: each is
+    a codebook entry exactly, so the codes give the same values)."""
+    order = np.argsort(book, kind="stable")
+    pos = np.minimum(np.searchsorted(book[order], values), book.size - 1)
+    codes = order[pos]
+    if not np.array_equal(book[codes], values):
+        raise ValueError("a value is not an entry of the codebook: not read back from a model quantised with it")
+    return codes.astype(np.uint8)
+
+
 def write_nodes(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_counts: np.ndarray,
-                missing_bow: float) -> dict:
-    """Write ``t`` (keys packed first id most significant, as ``char_lm_estimate`` gives them) into ``out``."""
+                missing_bow: float, books: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> dict:
+    """Write ``t`` (keys packed first id most significant, as ``char_lm_estimate`` gives them) into ``out``.
+    ``books``: per order k >= 2, the (probability, backoff) codebooks ``t``'s values were read back from (a model
+    in another format): the values keep their codes, so the model scores exactly as before; otherwise each order
+    is quantised afresh."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.npy"):
         old.unlink()
@@ -254,10 +268,16 @@ def write_nodes(out: Path, t: Tables, base: int, vocab_cps: np.ndarray, vocab_co
         perm = np.argsort(h, kind="stable")
         slot = np.empty(n, dtype=np.int64)
         slot[perm] = np.arange(n, dtype=np.int64)
-        pcode, book = quantise(t.logp[k - 1], 8, exact_zero=False)
-        pbook[k, : book.size] = book
-        bcode, book = quantise(t.logbow[k - 1], 8, exact_zero=True)
-        bbook[k, : book.size] = book
+        if books is not None:
+            pb, bb = (np.asarray(b, dtype=np.float32) for b in books[k])
+            pcode = codes_in(t.logp[k - 1].astype(np.float32), pb)
+            bcode = codes_in(t.logbow[k - 1].astype(np.float32), bb)
+            pbook[k, : pb.size], bbook[k, : bb.size] = pb, bb
+        else:
+            pcode, book = quantise(t.logp[k - 1], 8, exact_zero=False)
+            pbook[k, : book.size] = book
+            bcode, book = quantise(t.logbow[k - 1], 8, exact_zero=True)
+            bbook[k, : book.size] = book
         words = (tag << np.uint32(16)) | (pcode.astype(np.uint32) << np.uint32(8)) | bcode.astype(np.uint32)
         np.save(out / f"words{k}.npy", np.concatenate((words[perm], np.zeros(PAD_WORDS, dtype=np.uint32))))
         np.save(out / f"base{k}.npy", block_base)

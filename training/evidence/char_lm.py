@@ -321,6 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--holdout-every", type=int, default=200)
     ap.add_argument("--from-arpa", type=Path, help="convert this ARPA model (e.g. KenLM's) into --out")
     ap.add_argument("--to-arpa", type=Path, help="write the LM directory given here as ARPA text to --out")
+    ap.add_argument("--reformat", type=Path, metavar="LM", help="write this quantised hashed-format LM into --out in "
+                    "the node format, scoring exactly as before (training.evidence.char_lm_reformat)")
     ap.add_argument("--evaluate", action="store_true", help="only print held-out figures of the --out LMs")
     ap.add_argument("--in-domain", type=Path, metavar="DATA",
                     help="the shared data folder: also count the correct sides of its real training pairs (the "
@@ -346,6 +348,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = len(args.out)
     if args.evaluate:
         return evaluate(args.out, args.corpus, args.holdout_every)
+    if args.reformat:
+        if n != 1:
+            ap.error("--reformat takes one --out")
+        from training.evidence.char_lm_reformat import reformat
+
+        meta = reformat(args.reformat, args.out[0])
+        print(json.dumps({k: meta.get(k) for k in ("out", "format", "order", "ngrams", "size_bytes", "reformat_seconds")}))
+        return 0
     if args.from_arpa or args.to_arpa:
         if n != 1:
             ap.error("--from-arpa / --to-arpa take one --out")
