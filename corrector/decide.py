@@ -4,7 +4,8 @@ Each round takes every open site's most probable candidate above the threshold (
 the LM's order of another picked in the same chunk), lets every guard's veto hook keep some as written
 (``guards.veto``: the script rule among them, so a vetoed edit never counts or moves a neighbour), caps the rest at
 ``max_edits`` per sentence (most confident first), applies them, and re-scores the LM features of the open sites next
-to them on the corrected text, so several errors in one sentence are fixed in turn. At the end the edits of
+to them on the corrected text, so several errors in one sentence are fixed in turn. A last round makes the slips of
+script of simplified text (a stray traditional character), under the same ``max_edits``. At the end the edits of
 traditional text go back to its script (``restore_edits``).
 """
 
@@ -94,7 +95,8 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
         if not evidence.refresh(sites, rows, lm_ids, picked, [int(best_row[s]) for s in picked], open_sites):
             break
         probs = choice_probs(rows, scorer, n)
-    edits, chosen = _edits(scored, rows.X, rows.vid, probs, chosen, scorer, evidence, guard)
+    script = _script_round(scored, probs, chosen, guard, capped, sentence, per_sentence, cfg.max_edits)
+    edits = _edits(scored, rows.X, rows.vid, chosen, script, scorer, evidence)
     status = _statuses(scored, probs, chosen, capped, guard, threshold)
     rows.X.setflags(write=False)
     # the generator's distribution is not kept: a call's decisions all live until assemble (84 KB a site)
@@ -102,46 +104,57 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
                    first)
 
 
-def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, probs: np.ndarray,
-           chosen: Mapping[int, tuple[int, float]], scorer, evidence: Evidence,
-           guard: Mapping[int, tuple[str, str]]) -> tuple[tuple[tuple[Edit, ...], ...], dict[int, tuple[int, float]]]:
-    """Each chunk's edits, with ``chosen`` as it stands after them (a new dict; the argument is not changed).
-    Traditional text: back in its script (the ``script`` guard vetoed, in the rounds, every edit that would only
-    change a character's script). Simplified text: a stray traditional character the decoder keeps, unguarded,
-    becomes its simplified form (於 -> 于, reason "script", confidence the ranker's probability that the simplified
-    character is right); it is chosen with its keep row."""
+def _script_round(scored: Scored, probs: np.ndarray, chosen: dict[int, tuple[int, float]],
+                  guard: Mapping[int, tuple[str, str]], capped: set[int], sentence: np.ndarray | None,
+                  per_sentence: dict[tuple[int, int], int], max_edits: int) -> set[int]:
+    """The last round: in simplified text, a stray traditional character (於 among simplified ones) that the rounds
+    left as written and no guard keeps is a slip of script, and its edit is the site's keep row (the character's
+    simplified form, which the networks and the LM read all along: 於 -> 于, reason "script", confidence the ranker's
+    probability that it is right). Made like the rounds' edits, into ``chosen`` (in place), the most confident
+    first, counted by ``max_edits`` (capped sites stay as written, into ``capped``). The sites made."""
     sites = scored.sites
-    chosen_now = dict(chosen)
+    starts = np.searchsorted(scored.rows.site, np.arange(len(sites)), side="left")
+    slips = []
+    for s in range(len(sites)):
+        if scored.chunks[int(sites.chunk[s])].stray(int(sites.char[s])) and s not in chosen and s not in guard:
+            slips.append((float(probs[int(starts[s])]), s))
+    made = set()
+    for p, s in sorted(slips, key=lambda x: -x[0]):
+        if sentence is not None:
+            key = (int(sites.chunk[s]), int(sentence[s]))
+            if per_sentence[key] >= max_edits:
+                capped.add(s)
+                continue
+            per_sentence[key] += 1
+        chosen[s] = (int(starts[s]), p)
+        made.add(s)
+    return made
+
+
+def _edits(scored: Scored, X: np.ndarray, vid: np.ndarray, chosen: Mapping[int, tuple[int, float]],
+           script: set[int], scorer, evidence: Evidence) -> tuple[tuple[Edit, ...], ...]:
+    """Each chunk's edits. Traditional text: back in its script (the ``script`` guard vetoed, in the rounds, every
+    edit that would only change a character's script). Simplified text: each edit's source is the character as
+    written; the ``script`` round's edits (``script``) have the reason "script"."""
+    sites = scored.sites
     per_chunk: dict[int, list[Edit]] = defaultdict(list)
-    site_at: dict[tuple[int, int], int] = {}
     for s, (r, p) in chosen.items():
         target = evidence.vocab[int(vid[r])]
-        reason = _reason(evidence, sites.src[s], target, X[r])
+        reason: Reason = "script" if s in script else _reason(evidence, sites.src[s], target, X[r])
         confidence = round(float(scorer.calibrate(p)), 4)
         k, i = int(sites.chunk[s]), int(sites.char[s])
         per_chunk[k].append(Edit(i, sites.src[s], target, confidence, reason))
-    for s in range(len(sites)):
-        site_at[(int(sites.chunk[s]), int(sites.char[s]))] = s
-    starts = np.searchsorted(scored.rows.site, np.arange(len(sites)), side="left")
     out = []
     for k, ch in enumerate(scored.chunks):
         edits = sorted(per_chunk.get(k, []), key=lambda e: e.position)
         if ch.view is not None and not ch.mainland:  # back in the original script
             edits = restore_edits(ch.view, edits)
-        elif ch.view is not None:  # simplified text: the original character is the source; strays are typos
-            original = ch.view.original
-            by_pos = {e.position: replace(e, source=original[e.position]) for e in edits}
-            for i, (a, b) in enumerate(zip(original, ch.text)):
-                at = site_at.get((k, i))
-                if a != b and i not in by_pos and at is not None and at not in guard:
-                    row = int(starts[at])
-                    chosen_now[at] = (row, float(probs[row]))
-                    by_pos[i] = Edit(i, a, b, round(float(scorer.calibrate(probs[row])), 4), "script")
-            edits = [by_pos[i] for i in sorted(by_pos)]
+        elif ch.view is not None:  # simplified text: the original character is the source
+            edits = [replace(e, source=ch.view.original[e.position]) for e in edits]
         if ch.view is None or ch.mainland:
             edits = mainland_edits(ch.text, edits)
         out.append(tuple(edits))
-    return tuple(out), chosen_now
+    return tuple(out)
 
 
 def mainland_edits(text: str, edits: list[Edit]) -> list[Edit]:

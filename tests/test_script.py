@@ -234,3 +234,21 @@ def test_a_stray_traditional_character_in_simplified_text_is_a_typo(forced):
 def test_the_callers_protected_words_keep_a_stray_character(forced):
     text = "今天天气很好，我们去公园散步吧。他已经知道自己錯了"
     assert forced.correct(text, threshold=1.0, protect=["錯了"]).edits == []
+
+
+def test_a_stray_traditional_character_counts_toward_max_edits(forced):
+    """A slip of script is an edit like any other (issue 60, 2): made in the decoder's last round, the most
+    confident first, counted by max_edits; a capped one stays as written, and explain says it was capped."""
+    from corrector.text.script import traditional_only
+
+    text = "今天天气很好，我们去公园散步吧。他知道自己錯了，話很多"
+    strays = [i for i, c in enumerate(text) if traditional_only(c)]
+    assert len(strays) == 2
+    free = forced.correct(text, threshold=1.0)
+    assert [(e.position, e.reason) for e in free.edits] == [(i, "script") for i in strays]
+    one = forced.correct(text, threshold=1.0, max_edits=1)
+    assert len(one.edits) == 1 and one.edits[0].position in strays and one.edits[0].reason == "script"
+    kept = next(i for i in strays if i != one.edits[0].position)
+    assert one.target[kept] == text[kept]
+    assert max(free.edits, key=lambda e: e.confidence).position == one.edits[0].position  # the most confident
+    assert forced.explain(text, threshold=1.0, max_edits=1).chars[kept].decision.startswith("kept")
