@@ -201,7 +201,8 @@ def _reason(evidence: Evidence, source: str, target: str, x: np.ndarray) -> Reas
     custom candidate, or a bundle without a table) is judged by the bundle's similarity tables."""
     pin, shp = float(x[COL["pinyin"]]), float(x[COL["shape"]])
     if pin == 0.0 and shp == 0.0:
-        pin, shp = evidence.tables.similarity.pinyin_sim(source, target), evidence.tables.similarity.shape_sim(source, target)
+        similarity = evidence.tables.similarity
+        pin, shp = similarity.pinyin_sim(source, target), similarity.shape_sim(source, target)
     if pin >= 0.5 and pin >= shp:
         return "pinyin"
     return "shape" if shp >= 0.4 else ("pinyin" if pin >= 0.5 else "other")

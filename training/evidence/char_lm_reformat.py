@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from corrector.adapt.interpolate import base_counts
 from corrector.evidence.char_lm import N_SPECIALS, CharLM
 from corrector.evidence.char_lm_base import pack
 from corrector.evidence.char_lm_estimate import Tables
@@ -36,9 +37,8 @@ def reformat(src: Path, out: Path) -> dict:
                     [stored[k][2].astype(np.float64) for k in range(1, lm.order + 1)], [])
     prob_books, bow_books = lm.codebooks()
     books = {k: (prob_books[k], bow_books[k]) for k in range(2, lm.order + 1)}
-    counts = [int(line.split("\t")[2]) for line in (src / "vocab.txt").read_text(encoding="utf-8").splitlines()]
-    meta = write_nodes(out, tables, V, lm.codepoints[N_SPECIALS:],
-                       np.asarray(counts[N_SPECIALS:], dtype=np.int64), float(lm.missing_bow), books=books)
+    meta = write_nodes(out, tables, V, lm.codepoints[N_SPECIALS:], base_counts(lm)[N_SPECIALS:],
+                       float(lm.missing_bow), books=books)
     old = {k: v for k, v in lm.meta.items() if k not in ("format", "hash_bits", "block_bits", "guarded", "entries")}
     meta = {**old, **meta, "smoothing": lm.smoothing, "reformatted_from": lm.meta.get("format")}
     meta["size_bytes"] = int(sum(f.stat().st_size for f in out.iterdir() if f.suffix == ".npy"))
