@@ -18,26 +18,24 @@ from test_training_pipeline import CORPUS
 
 from training import build
 from training.fitting.ranker import PRODUCTS
+from training.recipe import flags
+from training.recipe_args import parser_of, restated_defaults
 
 DEFAULT = ROOT / "training" / "recipes" / "default.toml"
 OLD_ARGV = ROOT / "tests" / "golden" / "recipe_default_argv.json"  # default.toml's commands as its list format gave
 
-# Only sizes change (and the name); every stage, command and flag is default.toml's. (old, new, how many times)
+# Only sizes change (and the name), some set where default.toml leaves a module's default; every stage, command and
+# flag is default.toml's. (old, new, how many times)
 TINY = [
     ('name = "default"\nbundle', 'name = "tiny"\nbundle', 1),
     ('init = "{pretrain_cpu}/snapshots/tok0080.0M"', 'init = "{pretrain_cpu}"', 1),
-    ('config = "cpu-g4"', 'config = "debug"', 2),
-    ("max-steps = 24500", "max-steps = 4", 1),
-    ("batch-size = 64\nseq-len = 64", "batch-size = 4\nseq-len = 32", 1),
+    ("max-steps = 24500", 'max-steps = 4\nconfig = "debug"\nbatch-size = 4\nseq-len = 32\neval-every = 2', 1),
     ("stop-after = 19532", "stop-after = 3", 1),
-    ("batch-size = 512\nseq-len = 64", "batch-size = 4\nseq-len = 32", 1),
-    ("max-steps = 5567", "max-steps = 3", 1),
+    ("batch-size = 512\nmax-steps = 5567", 'batch-size = 4\nseq-len = 32\nconfig = "debug"\nmax-steps = 3', 1),
     ("batch-size = 128", "batch-size = 4", 1),
     ("max-steps = 7000", "max-steps = 3", 1),
-    ("eval-every = 500\n", "eval-every = 2\n", 1),
     ("eval-every = 1000", "eval-every = 2", 3),
     ("eval-every = 1500", "eval-every = 2", 1),
-    ("n = 300000", "n = 60", 1),
     ("n = 2100000\ndistinct = 520000", "n = 60\ndistinct = 5", 1),
     ("n = 12000", "n = 20", 1),
     ("batch-size = 256", "batch-size = 4", 2),
@@ -46,7 +44,8 @@ TINY = [
     ("holdout = 1000  #", "holdout = 5  #", 1),
     ('prune = "0,0,5,8"', 'prune = "0,0,0,0"\nvocab-size = 300', 1),
     ("max-changed = 0.10", "max-changed = 1", 1),
-    ("max-fpr-each = 0.03", "max-fpr-each = 1", 1),
+    ('choose-on = "{native_dev}"', 'choose-on = "{native_dev}"\nmax-fpr-each = 1', 1),
+    ('out = "{csc_data}/train.tsv"', 'out = "{csc_data}/train.tsv"\nn = 60', 1),
 ]
 
 
@@ -130,7 +129,8 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     assert {n: (out / "state" / f"{n}.json").read_text(encoding="utf-8") for n in names} == records
 
     # one setting of the vetoes changed: the fitting stage and the one that starts from its bundle run again
-    recipe.write_text(recipe.read_text(encoding="utf-8").replace("min-edits = 5", "min-edits = 4"), encoding="utf-8")
+    recipe.write_text(recipe.read_text(encoding="utf-8").replace("max-changed = 1", "max-changed = 1\nmin-edits = 4"),
+                      encoding="utf-8")
     assert build.main([*args, "--plan"]) == 0
     again = ("fit", "metrics")
     optional = {"false_positives": "optional (--with false_positives runs it)"}
@@ -197,11 +197,17 @@ def flag_values(argv: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def test_default_recipe_expands_to_the_argument_lists_of_its_earlier_format():
-    """Every stage's commands, placeholders filled in as DATA and OUT/STAGE, are the lists the recipe's list format
-    gave (tests/golden/recipe_default_argv.json, dumped from it before the change): the same flags in the same
-    order, the same values; a number may be spelt otherwise (5e-4 is 0.0005). The four fitting stages are one now
-    (training.fitting.fit writes ranker.json once): every setting they gave it has, with the same value."""
+def parsed(argv: list[str]) -> dict:
+    """A module's command as its parser reads it (every setting, defaults included)."""
+    return vars(parser_of("module", argv[0]).parse_args(argv[1:]))
+
+
+def test_default_recipe_runs_the_commands_of_its_earlier_format():
+    """Every stage's commands, placeholders filled in as DATA and OUT/STAGE, run with the settings of the lists the
+    recipe's list format gave (tests/golden/recipe_default_argv.json, dumped from it before the change), as each
+    module's parser reads them: what the recipe no longer states is the module's default now. The four fitting
+    stages are one now (training.fitting.fit writes ranker.json once): every setting they gave it has, with the
+    same value."""
     old = json.loads(OLD_ARGV.read_text(encoding="utf-8"))
     recipe = build.load_recipe("default")
     builder = build.Builder(recipe, Path("DATA"), Path("OUT"))
@@ -209,13 +215,20 @@ def test_default_recipe_expands_to_the_argument_lists_of_its_earlier_format():
         if stage.optional or stage.name == "fit":
             continue
         new = [builder.argv(stage, c) for c in stage.commands]
-        if stage.name == "lm":  # the LM's format is named since the node format became the default (2026-11-29)
-            new = [[a for i, a in enumerate(c) if "--format" not in c[max(i - 1, 0): i + 1]] for c in new]
-        assert [len(c) for c in new] == [len(c) for c in old[stage.name]], stage.name
-        assert all(same(a, b) for n, o in zip(new, old[stage.name]) for a, b in zip(n, o)), (stage.name, new)
+        assert [c[0] for c in new] == [c[0] for c in old[stage.name]], stage.name
+        for n, o in zip(new, old[stage.name]):
+            if not n[0].startswith("training."):  # write_json, merge_json
+                assert len(n) == len(o) and all(map(same, n, o)), (stage.name, n)
+                continue
+            now, then = parsed(n), parsed(o)
+            if "progress" in now:  # --no-progress then; now a bar only on a terminal, which a build's log is not
+                assert then["progress"] is False and now["progress"] is None
+                now["progress"] = False
+            assert now == then, (stage.name, {k: (v, then[k]) for k, v in now.items() if v != then[k]})
     assert [s.name for s in recipe.stages if not s.optional and s.name != "fit"] == [n for n in old if n not in FITTING]
     fit, export = (builder.argv(recipe.stage("fit"), c) for c in recipe.stage("fit").commands)
-    given = flag_values(fit)
+    given = parsed(fit)
+    actions = parser_of("module", "training.fitting.fit")._option_string_actions
     renamed = {"--on": "--calibrate-on"}  # training.fitting.calibrate's --on
     for name in FITTING:
         for cmd in old[name]:
@@ -226,19 +239,39 @@ def test_default_recipe_expands_to_the_argument_lists_of_its_earlier_format():
                 if flag == "--products":
                     assert values == [",".join(PRODUCTS)]  # the default of --products now
                 elif flag not in OWN:
-                    assert flag in given or renamed.get(flag) in given, flag
-                    have = given[renamed.get(flag, flag)]
+                    action = actions[renamed.get(flag, flag)]
+                    have = given[action.dest]
+                    if not values:  # a switch, or a flag with an optional value (its const)
+                        assert have == (True if action.const is None else action.const), (name, flag)
+                        continue
+                    have = [str(v) for v in (have if isinstance(have, list) else [have])]
                     if flag in ("--choose-on", "--on"):  # the fifth native dev domain joined the four LEMON ones
                         assert have[-1] == "DATA/csc/cscd_ns_dev.tsv"
                         have = have[:-1]
-                    assert len(have) == len(values) and all(map(same, have, values)), (name, flag)
-    assert given["--steps"] == ["ranker,veto,threshold,calibration"]
+                    assert len(have) == len(values) and all(map(same, have, values)), (name, flag, have)
+    assert given["steps"] == ("ranker", "veto", "threshold", "calibration")
     pretrain = builder.argv(recipe.stage("pretrain"), recipe.stage("pretrain").commands[0])
     assert pretrain[-2:] == ["--init-from", "OUT/pretrain_cpu/snapshots/tok0080.0M"]  # the recipe's init
     # the list of the ranker's products is nowhere in the recipe, the dev split's size written once
     text = DEFAULT.read_text(encoding="utf-8")
     assert "lm_gain*pinyin" not in text
     assert [v for v in re.findall(r"holdout = (\S+)", text) if v[0].isdigit()] == ["1000"]
+
+
+def test_recipes_state_only_where_they_differ_from_the_modules_defaults(tmp_path):
+    """A module's defaults are the shipped run's: no recipe writes an argument with its module's default value (a
+    [vars] value aside), and a recipe that does is named, stage and key."""
+    for path in sorted((ROOT / "training" / "recipes").glob("*.toml")):
+        assert restated_defaults(build.load_recipe(str(path))) == [], path.name
+    text = DEFAULT.read_text(encoding="utf-8").replace("max-steps = 7000", "max-steps = 7000\nmask-prob = 0.0\nkeep = \"last\"")
+    (tmp_path / "restating.toml").write_text(text.replace("n = 12000", "n = 12000\nmin-chars = 8\nprogress = false"),
+                                            encoding="utf-8")
+    assert restated_defaults(build.load_recipe(str(tmp_path / "restating.toml"))) == [
+        "stage 'finetune' args.mask-prob: 0.0 is the default of python -m training.networks.finetune --mask-prob",
+        "stage 'finetune' args.keep: 'last' is the default of python -m training.networks.finetune --keep",
+        "stage 'ranker_pairs' args.min-chars: 8 is the default of python -m training.data.make_csc_data --min-chars",
+        "stage 'ranker_pairs' args.progress: False is the default of python -m training.data.make_csc_data --progress",
+    ]
 
 
 def test_bad_recipes_and_arguments_exit_with_one_line_before_anything_runs(tmp_path, capsys):
@@ -410,9 +443,11 @@ def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):
 
 
 def args_of(recipe: build.Recipe, stage: str, module: str) -> dict:
-    """The typed arguments of a stage's command of ``module`` ([vars] put in)."""
-    (args,) = [c.args for c in recipe.stage(stage).commands if c.target == module]
-    return args
+    """Every argument a stage's command of ``module`` runs with, the recipe's ([vars] put in) and the module's
+    defaults, as its parser reads them (keyed by flag: ``max-steps``)."""
+    (command,) = [c for c in recipe.stage(stage).commands if c.target == module]
+    parsed = parser_of("module", module).parse_args(flags(command.args))
+    return {key.replace("_", "-"): value for key, value in vars(parsed).items()}
 
 
 def test_default_recipe_is_what_the_shipped_manifest_records():
@@ -437,23 +472,24 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     assert all(f["keep"] == "last" and f["generator-body"] == "discriminator" for f in (ft, *native))
     assert prov["generator_body"].startswith("the discriminator's") and stages[1]["train_pairs"] == 2_215_986
     lm = args_of(recipe, "lm", "training.evidence.char_lm")
-    assert [int(x) for x in lm["prune"].split(",")] == manifest["lm"]["prune"]
-    assert lm["order"] == manifest["lm"]["order"] and lm["smoothing"] == manifest["lm"]["smoothing"]
+    assert [int(x) for (p,) in [lm["prune"]] for x in p.split(",")] == manifest["lm"]["prune"]
+    assert lm["order"] == [manifest["lm"]["order"]] and lm["smoothing"] == [manifest["lm"]["smoothing"]]
     assert lm["in-domain-weight"] == manifest["lm"]["in_domain"]["weight"]
     assert lm["in-domain-folds"] == ranker["rows_lm"]["folds"]
     cand = args_of(recipe, "candidates", "training.evidence.candidates")
     assert cand["pool-size"] == manifest["candidates"]["pool_size"]
     assert cand["min-pinyin"] == manifest["candidates"]["min_pinyin"]
     fit = args_of(recipe, "fit", "training.fitting.fit")
-    assert list(PRODUCTS) == ranker["products"] and "products" not in fit and fit["blend-on-dev"] is True
-    assert (fit["hidden"], fit["max-fpr"]) == (ranker["hidden"], ranker["max_fpr"])
+    assert list(PRODUCTS) == ranker["products"] == fit["products"].split(",") and fit["blend-on-dev"] == "networks"
+    assert "products" not in recipe.stage("fit").commands[0].args  # the recipe leaves it to the module
+    assert (int(fit["hidden"]), fit["max-fpr"]) == (ranker["hidden"], ranker["max_fpr"])
     assert ranker["shortlist"] in (8, 16) and fit["shortlist"] == 16  # chosen on dev among --try-shortlists
     assert (fit["min-edits"], fit["max-precision"]) == (ranker["veto"]["min_edits"], ranker["veto"]["max_precision"])
     assert fit["max-changed"] == ranker["threshold_rule"]["max_changed"]
     assert fit["max-fpr"] == ranker["threshold_rule"]["max_fpr"]
     assert fit["max-fpr-each"] == ranker["threshold_rule"]["max_fpr_each"]
     # the shipped threshold was chosen on LEMON's four dev domains; cscd_ns_dev joined them after it (2026-11-29)
-    assert sorted(Path(a).stem for a in fit["choose-on"] if "cscd_ns" not in a) == ranker["threshold_rule"]["choose_on"]
+    assert sorted(Path(a).stem for a in fit["choose-on"] if "cscd_ns" not in str(a)) == ranker["threshold_rule"]["choose_on"]
     assert ranker["synthetic_pairs"] == 12000 and "synthetic-pairs" in fit
     (write,) = [c for c in recipe.stage("evidence").commands if c.kind == "write_json"]
     assert write.args == manifest["corrector_defaults"]

@@ -339,8 +339,10 @@ def test_clean_hard_share_draws_the_clean_pairs_from_hard_sentences(data, tables
 
     n_hard, n_clean = hard_clean_pairs(clean_hard_share=1.0)
     assert n_hard == 80 and 120 <= n_clean <= 125  # every hard pair is clean; the share of clean pairs holds
-    n_hard, _ = hard_clean_pairs()
+    n_hard, _ = hard_clean_pairs(clean_hard_share=0.0)
     assert n_hard < 50  # at random: about 24
+    n_hard, _ = hard_clean_pairs()  # the default: half among the hard ones (60), half at random (about 12)
+    assert 60 <= n_hard <= 80
 
 
 def test_fuzzy_pinyin_folds_the_pairs_an_ime_setting_merges():

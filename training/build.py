@@ -53,11 +53,10 @@ from training.recipe import (  # noqa: F401  (RecipeError and toml are imported 
     Recipe,
     RecipeError,
     Stage,
-    check_arguments,
     load_recipe,
-    script_context,
     toml,
 )
+from training.recipe_args import check_arguments, script_context
 
 
 def fingerprint(path: Path) -> list[Any]:

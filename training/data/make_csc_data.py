@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import collections
 import random
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -224,8 +225,8 @@ def make_dataset(
     real_repeat: int = 1,
     holdout: int = 0,
     holdout_out: Path | None = None,
-    clean_share: float = 0.15,
-    clean_hard_share: float = 0.0,
+    clean_share: float = 0.2,
+    clean_hard_share: float = 0.5,
     config: CorruptionConfig | None = None,
     homophones: HomophoneIndex | None = None,
     fuzzy: HomophoneIndex | None = None,
@@ -328,15 +329,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--clean-share",
         type=float,
-        default=0.15,
-        help="share of synthetic pairs left error-free (default 0.15)",
+        default=0.2,
+        help="share of synthetic pairs left error-free (default 0.2)",
     )
     ap.add_argument(
         "--clean-hard-share",
         type=float,
-        default=0.0,
+        default=0.5,
         help="share of the error-free pairs drawn among sentences with digits, Latin letters or a rare character "
-             "(names, terms): correct text the networks must learn to leave alone (default 0: at random)",
+             "(names, terms): correct text the networks must learn to leave alone, the rest at random (default 0.5)",
     )
     ap.add_argument(
         "--mix",
@@ -396,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "'generator' error kind; needs the train extra")
     ap.add_argument("--lm-worse", action="store_true",
                     help="keep an error only when it lowers the sentence's --lm log-probability (CSCD-IME's filter)")
-    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                    help="a progress bar on stderr (default: when stderr is a terminal)")
     return ap
 
 
@@ -456,7 +458,7 @@ def main(argv: list[str] | None = None) -> None:
         clean_hard_share=args.clean_hard_share, config=config, homophones=homophones, fuzzy=fuzzy,
         propose=GeneratorProposer(args.generator).propose if config.mix["generator"] > 0 else None,
         min_chars=args.min_chars,
-        max_chars=args.max_chars, min_cjk_share=args.min_cjk_share, progress=not args.no_progress, prior=prior,
+        max_chars=args.max_chars, min_cjk_share=args.min_cjk_share, progress=sys.stderr.isatty() if args.progress is None else args.progress, prior=prior,
         lm_score=lm_scorer(args.lm) if uses_lm else None, distinct=args.distinct,
         exclude=frozenset(t for path in args.exclude_targets for _, t in read_pairs(path)[0]),
     )

@@ -5,13 +5,15 @@
     python -m training.networks.finetune --from-scratch cpu ...      # the no-pretraining baseline
 
 The discriminator learns to flag erroneous characters (label 1 where source != target); the
-generator learns to put the correct character at them, seeing each error either masked or as
-it is (both ways are used at inference). With ``--mft-rate`` (masked fine-tuning, Wu et al., ACL 2023) a share of
-the *correct* characters is shown as [MASK] and the generator restores them, so that it keeps learning the language
-and not only the error pairs; the detector is not trained at those positions. ``--mft-step-share`` and
-``--target-copy-share`` mix masked steps with plain ones and with target -> target copies (macro-correct v2: 0.7 and
-0.15, against over-correction). Dev metrics are computed as training goes and the best
-pair is kept in out/best (and in out/discriminator and out/generator, unless ``--keep last``). Re-running the command resumes.
+generator, a head on the discriminator's body (``--generator-body own``: the pretrained generator), learns to put
+the correct character at them, seeing each error as it is (``--mask-prob``: the share shown as [MASK] instead). With
+``--mft-rate`` (masked fine-tuning, Wu et al., ACL 2023) a share of the *correct* characters is shown as [MASK] and
+the generator restores them, so that it keeps learning the language and not only the error pairs; the detector is
+not trained at those positions. ``--mft-step-share`` and ``--target-copy-share`` mix masked steps with plain ones and
+with target -> target copies (macro-correct v2: 0.7 and 0.15, against over-correction). Dev metrics are computed as
+training goes: the best pair is kept in out/best, the last step's in out/discriminator and out/generator (``--keep
+best`` puts the best there). Re-running the command resumes. The defaults are the shipped recipe's wherever its
+three fine-tuning stages agree (training/recipes/default.toml).
 """
 
 from __future__ import annotations
@@ -46,15 +48,16 @@ class FinetuneConfig:
     warmup_steps: int = 300
     max_steps: int = 6000
     max_tokens: int = 128  # longer sentences are cut (their tail is not trained on)
-    mask_prob: float = 0.5  # share of generator-trained positions shown as [MASK]
+    mask_prob: float = 0.0  # share of generator-trained positions shown as [MASK]
     copy_rate: float = 0.15  # share of correct characters the generator also learns to reproduce
     det_weight: float = 5.0  # detection loss weight
     mft_rate: float = 0.0  # masked fine-tuning: share of correct characters shown as [MASK] for the generator to
     #                        restore (no detection loss there) on masked steps; 0 = off
     mft_step_share: float = 1.0  # share of steps that are masked steps (when mft_rate > 0)
     target_copy_share: float = 0.0  # share of steps whose pairs are target -> target copies (nothing to correct)
-    generator_body: str = "own"  # "discriminator": the corrector is the discriminator's body with a generator head
-    #                              (one network, two heads, the pretrained generator's 1/4-width body set aside)
+    generator_body: str = "discriminator"  # the corrector is the discriminator's body with a generator head (one
+    #                              network, two heads, the pretrained generator's 1/4-width body set aside); "own":
+    #                              the pretrained generator
     bucket_batches: int = 64  # batches' worth of pairs of similar length a batch is drawn from (0: any pairs)
     seed: int = 1234
     log_every: int = 20
@@ -369,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--fit-minutes", type=float, default=0,
                     help="set --max-steps from the step rate measured early on so the schedule ends after this long")
     runtime.add_runtime_args(ap)
-    ap.add_argument("--keep", choices=["best", "last"], default="best",
+    ap.add_argument("--keep", choices=["best", "last"], default="last",
                     help="the pair written to --out: the best step on the dev proxy (best/ keeps it either way), or "
                          "the last step (the proxy, a thresholded top-1 decoder, is noisy next to the full pipeline)")
     for f in fields(FinetuneConfig):

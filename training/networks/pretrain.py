@@ -1,6 +1,6 @@
 """ELECTRA pretraining (replaced-token detection) on the shards from ``training.data.prepare``.
 
-    python -m training.networks.pretrain --data runs/data --out runs/pretrain --config cpu --max-minutes 60
+    python -m training.networks.pretrain --data runs/data --out runs/pretrain --max-minutes 60  # cpu-g4
     torchrun --nproc_per_node 2 -m training.networks.pretrain ...     # DDP (gloo on CPU, nccl on CUDA)
 
 One step: mask → generator MLM at the masked positions only → sample replacements without grad
@@ -41,13 +41,13 @@ from .rtd_health import CollapseGuard, representation_spread, rtd_auc, rtd_skill
 
 @dataclass
 class PretrainConfig:
-    config: str = "cpu"  # model shape, a name in training.networks.modeling.CONFIGS
+    config: str = "cpu-g4"  # model shape, a name in training.networks.modeling.CONFIGS
     seq_len: int = 64  # tokens per training window ([CLS] included); CSC sentences are short
     batch_size: int = 64  # per process, per micro-step
     grad_accum: int = 1
     lr: float = 5e-4  # 1e-3 with 500 warmup steps collapsed the discriminator (all positions alike)
     weight_decay: float = 0.01
-    warmup_steps: int = 2000
+    warmup_steps: int = 300
     max_steps: int = 20000  # the schedule's length; a run may stop earlier with --max-minutes
     mask_rate: float = 0.15  # share of tokens the generator must fill (paper: 15% small, 25% large)
     mask_token_prob: float = 0.85  # of the masked tokens, the share shown as [MASK] (rest: unchanged)
