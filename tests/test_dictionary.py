@@ -48,6 +48,18 @@ def test_word_table_round_trip_and_another_vocabulary_is_refused(tmp_path):
         WordTable.load(tmp_path / "bad.npz", "ab" * 32)
 
 
+def test_four_character_words_are_keyed_and_a_table_written_without_them_reads_as_none(tmp_path):
+    t = WordTable.from_counts({"今天天气": 7, "天气": 1000}, CHAR_ID, len(VOCAB))
+    assert t.keys[4].tolist() == [word_key([3, 1, 1, 2], len(VOCAB))] and t.counts[4].tolist() == [7]
+    t.save(tmp_path / WORDS, "ab" * 32)
+    with np.load(tmp_path / WORDS) as z:  # the table as bundles wrote it before four-character words
+        older = {k: z[k] for k in z.files if not k.endswith("4")}
+    np.savez_compressed(tmp_path / "older.npz", **older)
+    back = WordTable.load(tmp_path / "older.npz", "ab" * 32)
+    assert back.keys[4].tolist() == [] and back.counts[4].tolist() == [] and back.counts[2].tolist() == [1000]
+    keys, logs = back.log_counts(4)
+    assert len(keys) == len(logs) == 0
+
 def test_the_shipped_bundles_table_is_what_jieba_gives():
     """dictionary/words.npz is derived data: it must equal the table read from the installed jieba."""
     from corrector.text.tokenize import read_vocab_list

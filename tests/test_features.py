@@ -167,6 +167,21 @@ def test_word_feature_counts_dictionary_words_through_the_choice():
                                                       ("天汽", "汽很", "今天汽", "天汽很", "汽很好"))))
 
 
+
+def test_word4_counts_four_character_words_through_the_choice():
+    """word4: the best log(1 + count) of a four-character dictionary word through the choice, in each of its four
+    windows; 0 where none is a word, and word keeps to two and three characters."""
+    counts = {"今天天气": 700, "天气很好": 90, "天气": 1000}
+    words = WordTable.from_counts(counts, {t: i for i, t in enumerate(VOCAB) if len(t) == 1}, len(VOCAB))
+    ev = Evidence(VOCAB, table(), SimilarityTables({}, FREQ, {}), None, words)
+    for text, at, want in (("今天天汽很好", 3, max(700, 90)), ("今天天汽", 3, 700), ("汽很好", 0, 0), ("天汽很好", 1, 90)):
+        sites = sites_of(text, where=[at])
+        rows = ev.rows(sites, [text], ev.shortlist(sites, {"pinyin": 1.0}, size=1, top_k=0, custom={}), None)
+        got = dict(zip((VOCAB[v] for v in rows.vid), rows.X[:, COL["word4"]].tolist()))
+        assert got["气"] == pytest.approx(math.log1p(want)) and got["汽"] == 0.0, text
+        word = dict(zip((VOCAB[v] for v in rows.vid), rows.X[:, COL["word"]].tolist()))["气"]
+        assert word == pytest.approx(math.log1p(1000 if text[at - 1 : at] == "天" else 0))  # 天气
+
 # ---- name-likeness --------------------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ from corrector.evidence.kept_forms import CharIds, word_key
 from corrector.runtime.user_cache import private_dir
 from corrector.types import CorrectorError
 
-LENGTHS = (2, 3)  # the word lengths the features look up
+LENGTHS = (2, 3, 4)  # the word lengths the features look up (a table written before 4: none of four)
 
 _lock = threading.Lock()
 _tokenizer: Any = None
@@ -60,7 +60,7 @@ def tokenizer() -> Any:
 
 @dataclass(frozen=True)
 class WordTable:
-    """jieba's words of two and three characters that the vocabulary spells, as sorted keys
+    """jieba's words of two, three and four characters that the vocabulary spells, as sorted keys
     (``kept_forms.word_key`` over vocab ids) and their jieba counts (all positive)."""
 
     keys: Mapping[int, np.ndarray]  # word length -> int64 keys, sorted
@@ -106,8 +106,9 @@ class WordTable:
         try:
             with np.load(path, allow_pickle=False) as z:
                 written_for = str(z["vocab_sha256"])
-                keys = {n: z[f"keys{n}"] for n in LENGTHS}
-                counts = {n: z[f"counts{n}"] for n in LENGTHS}
+                none = np.zeros(0, dtype=np.int64)
+                keys = {n: z[f"keys{n}"] if f"keys{n}" in z.files else none for n in LENGTHS}
+                counts = {n: z[f"counts{n}"] if f"counts{n}" in z.files else none for n in LENGTHS}
         except (OSError, KeyError, ValueError) as e:
             raise CorrectorError(f"bad model bundle: cannot read {path}: {e}") from None
         if written_for != vocab_sha256:

@@ -1,5 +1,5 @@
-"""Context without the LM: ``word`` (the best dictionary word through the choice) and ``name`` (the character may
-belong to a name)."""
+"""Context without the LM: ``word`` and ``word4`` (the best dictionary word through the choice) and ``name`` (the
+character may belong to a name)."""
 
 from __future__ import annotations
 
@@ -12,38 +12,47 @@ from corrector.features.state import Dictionary, Feature, RowContext, Tables
 
 
 class Word(Feature):
-    """``word``: the best log(1 + jieba frequency) of a 2- or 3-character word through the choice (vectorised:
-    the dictionary's words as sorted integer keys)."""
+    """``word``: the best log(1 + jieba frequency) of a 2- or 3-character word through the choice; ``word4``: of a
+    4-character one (set phrases and idioms, 一筹莫展) (vectorised: the dictionary's words as sorted integer keys)."""
 
-    columns = ("word",)
+    columns = ("word", "word4")
     reads = ("sites", "site", "vid", "T")
     tables = ("dictionary", "vocabulary")
 
     def __init__(self, dictionary: Dictionary, V: int):
         self.dictionary = dictionary
         self.V = V
-        self._keys: tuple[np.ndarray, ...] | None = None
+        self._keys: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
 
     @classmethod
     def from_tables(cls, tables: Tables) -> Word:
         return cls(tables.dictionary, len(tables.vocabulary))
 
     def fill(self, ctx: RowContext, X: np.ndarray) -> None:
-        k2, f2, k3, f3 = self._word_keys()
-        V, T, site, vid = self.V, ctx.T, ctx.site, ctx.vid
-        c, pos = ctx.sites.chunk[site], ctx.sites.char[site] + 2
-        l2, l1, r1, r2 = T[c, pos - 2], T[c, pos - 1], T[c, pos + 1], T[c, pos + 2]
-        out = np.zeros(len(site), dtype=np.float32)
-        for ids, keys, freq in (((l1, vid), k2, f2), ((vid, r1), k2, f2), ((l2, l1, vid), k3, f3),
-                                ((l1, vid, r1), k3, f3), ((vid, r1, r2), k3, f3)):
-            valid = np.all([x >= 0 for x in ids], axis=0)
-            out = np.maximum(out, lookup_sorted(keys, freq, np.where(valid, word_key(ids, V), -1)))
-        X[:, COL["word"]] = out
+        keys = self._word_keys()
+        V, site, vid = self.V, ctx.site, ctx.vid
+        four = len(keys[4][0]) > 0  # a dictionary written before four-character words has none: word4 stays 0
+        T = np.pad(ctx.T, ((0, 0), (1, 1)), constant_values=-1) if four else ctx.T  # three columns of -1 a side
+        c, pos = ctx.sites.chunk[site], ctx.sites.char[site] + (3 if four else 2)
+        l2, l1, r1, r2 = (T[c, pos + d] for d in (-2, -1, 1, 2))
+        windows: dict[str, tuple[tuple[np.ndarray, ...], ...]] = {
+            "word": ((l1, vid), (vid, r1), (l2, l1, vid), (l1, vid, r1), (vid, r1, r2))}
+        if four:
+            l3, r3 = T[c, pos - 3], T[c, pos + 3]
+            windows["word4"] = ((l3, l2, l1, vid), (l2, l1, vid, r1), (l1, vid, r1, r2), (vid, r1, r2, r3))
+        for column, ids_of in windows.items():
+            out = np.zeros(len(site), dtype=np.float32)
+            for ids in ids_of:
+                k, freq = keys[len(ids)]
+                valid = np.all([x >= 0 for x in ids], axis=0)
+                out = np.maximum(out, lookup_sorted(k, freq, np.where(valid, word_key(ids, V), -1)))
+            X[:, COL[column]] = out
 
-    def _word_keys(self) -> tuple[np.ndarray, ...]:
-        """(2-character keys, their log(1 + frequency), 3-character keys, theirs), keys sorted."""
+    def _word_keys(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Word length -> (its keys, sorted, and their log(1 + frequency))."""
         if self._keys is None:
-            self._keys = (*self.dictionary.table().log_counts(2), *self.dictionary.table().log_counts(3))
+            table = self.dictionary.table()
+            self._keys = {n: table.log_counts(n) for n in (2, 3, 4)}
         return self._keys
 
 
