@@ -264,6 +264,7 @@ def test_recipes_state_only_where_they_differ_from_the_modules_defaults(tmp_path
     for path in sorted((ROOT / "training" / "recipes").glob("*.toml")):
         assert restated_defaults(build.load_recipe(str(path))) == [], path.name
     text = DEFAULT.read_text(encoding="utf-8").replace("max-steps = 7000", "max-steps = 7000\nmask-prob = 0.0\nkeep = \"last\"")
+    text = text.replace("n = 2100000", "n = 2100000\nno-progress = true")  # --no-progress: not the default (a bar on a tty)
     (tmp_path / "restating.toml").write_text(text.replace("n = 12000", "n = 12000\nmin-chars = 8\nprogress = false"),
                                             encoding="utf-8")
     assert restated_defaults(build.load_recipe(str(tmp_path / "restating.toml"))) == [

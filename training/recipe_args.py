@@ -71,7 +71,7 @@ def check_arguments(stage: Stage, argv_of: Callable[[Command], list[str]] | None
     for i, command in enumerate(stage.commands):
         if command.kind not in ("module", "script"):
             continue
-        label = f"python -m {command.target}" if command.kind == "module" else f"python {command.target}"
+        label = command_line(command)
         try:
             parser = parser_of(command.kind, command.target)
         except RecipeError as e:
@@ -121,19 +121,26 @@ def restated_defaults(recipe: Recipe) -> list[str]:
                 action = actions.get(f"--{key}")
                 if action is None or PLACEHOLDER.search(str(written.get(key, ""))):
                     continue
-                negated = key.startswith("no-") and isinstance(action, argparse.BooleanOptionalAction)
-                if _parsed(action, (not value) if negated else value) == action.default:
-                    label = f"python -m {command.target}" if command.kind == "module" else f"python {command.target}"
+                if _parsed(action, key, value) == action.default:
                     found.append(f"stage {stage.name!r} {command.where}args.{key}: {value!r} is the default of "
-                                 f"{label} --{key}")
+                                 f"{command_line(command)} --{key}")
     return found
 
 
-def _parsed(action: argparse.Action, value: Any) -> Any:
-    """``value`` as the parser stores it: a switch's true as it stores it, false as left out (its default), others
-    through the action's type."""
+def command_line(command: Command) -> str:
+    """How a module/script command is run, for messages: ``python -m training.X.Y`` or ``python benchmarks/X.py``."""
+    return f"python -m {command.target}" if command.kind == "module" else f"python {command.target}"
+
+
+def _parsed(action: argparse.Action, key: str, value: Any) -> Any:
+    """``value`` of the flag ``--key`` as the parser stores it: false as left out (its default); true as the switch
+    stores it (``--no-KEY`` of a --KEY/--no-KEY pair: False); others through the action's type."""
     if isinstance(value, bool):
-        return (True if action.const is None else action.const) if value else action.default
+        if not value:
+            return action.default
+        if isinstance(action, argparse.BooleanOptionalAction):
+            return not key.startswith("no-")
+        return True if action.const is None else action.const
     convert = action.type if callable(action.type) else str
     if isinstance(value, list) or action.nargs in ("+", "*") or isinstance(action.nargs, int):
         return [convert(text(v)) for v in (value if isinstance(value, list) else [value])]

@@ -1,10 +1,10 @@
 """jieba's dictionary as the decoder reads it, and a jieba tokenizer whose cache is private.
 
-The ``word`` and ``pair`` features (corrector/features.py) look up jieba's two- and three-character words. Reading
-jieba's dictionary takes about a second (a prefix dictionary of half a million entries), so a bundle carries the
-words the features need as vocabulary-id keys with their counts: ``dictionary/words.npz``, read in milliseconds
-(:func:`write_word_table`; ``python -m corrector.evidence.dictionary BUNDLE`` adds it to a bundle). A bundle without it reads
-jieba at first use: the same table from the same dictionary.
+The ``word``, ``word4`` and ``pair`` features (corrector/features/) look up jieba's words of two to four
+characters. Reading jieba's dictionary takes about a second (a prefix dictionary of half a million entries), so a
+bundle carries the words the features need as vocabulary-id keys with their counts: ``dictionary/words.npz``, read in
+milliseconds (:func:`write_word_table`; ``python -m corrector.evidence.dictionary BUNDLE`` adds it to a bundle). A
+bundle without it reads jieba at first use: the same table from the same dictionary.
 
 jieba caches its prefix dictionary with ``marshal`` under one fixed name in the system's temporary directory, where
 another user of the machine could plant a file. :func:`tokenizer` caches in this user's private cache directory

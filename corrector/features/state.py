@@ -124,7 +124,7 @@ class Vocabulary:
 
 
 class Dictionary:
-    """jieba's two- and three-character words: the bundle's table, else read from jieba at first use."""
+    """jieba's two-, three- and four-character words: the bundle's table, else read from jieba at first use."""
 
     def __init__(self, words: WordTable | None, vocab: Vocabulary):
         self._words = words
@@ -146,7 +146,7 @@ class Tables:
     similarity: SimilarityTables  # pinyin and shape similarity, character frequencies
     candidates: CandidateTable  # each character's candidates, their similarities and the real pairs' error counts
     counts: PairCounts  # the word forms the real training pairs keep
-    dictionary: Dictionary  # jieba's two- and three-character words
+    dictionary: Dictionary  # jieba's two-, three- and four-character words
     text: LMText | None  # the character LM over the text (None: decoding without one)
 
     def changed(self, other: Tables) -> set[str]:

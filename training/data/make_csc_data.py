@@ -458,7 +458,8 @@ def main(argv: list[str] | None = None) -> None:
         clean_hard_share=args.clean_hard_share, config=config, homophones=homophones, fuzzy=fuzzy,
         propose=GeneratorProposer(args.generator).propose if config.mix["generator"] > 0 else None,
         min_chars=args.min_chars,
-        max_chars=args.max_chars, min_cjk_share=args.min_cjk_share, progress=sys.stderr.isatty() if args.progress is None else args.progress, prior=prior,
+        max_chars=args.max_chars, min_cjk_share=args.min_cjk_share,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress, prior=prior,
         lm_score=lm_scorer(args.lm) if uses_lm else None, distinct=args.distinct,
         exclude=frozenset(t for path in args.exclude_targets for _, t in read_pairs(path)[0]),
     )
