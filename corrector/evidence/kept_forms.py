@@ -99,13 +99,15 @@ class KeptForms:
         pos = char + 2
         kept = np.zeros((len(char), len(WORD_WINDOWS)), np.float32)
         changed = np.zeros_like(kept)
-        for j, (a, n) in enumerate(WORD_WINDOWS):
-            ids = [T[chunk, pos + a + k] for k in range(n)]
+        for n in sorted({n for _, n in WORD_WINDOWS}):  # the windows of one length in one lookup
+            js = [j for j, (_, m) in enumerate(WORD_WINDOWS) if m == n]
+            ids = [T[chunk[None, :], pos[None, :] + np.array([WORD_WINDOWS[j][0] + k for j in js])[:, None]]
+                   for k in range(n)]  # n x (windows, sites)
             valid = np.all([x >= 0 for x in ids], axis=0)
             key = np.where(valid, word_key(ids, self.V), -1)
             keys, k_count, c_count = self.word_keys[n]
-            kept[:, j] = lookup_sorted(keys, k_count, key)
-            changed[:, j] = lookup_sorted(keys, c_count, key)
+            kept[:, js] = lookup_sorted(keys, k_count, key).T
+            changed[:, js] = lookup_sorted(keys, c_count, key).T
         return kept, changed
 
 

@@ -93,7 +93,9 @@ class Gather:
         traditional, variant_keys = self.script_filter(np.maximum(vid, 0))  # the user's own pairs excepted: never
         keep &= is_custom | ~traditional  # a traditional-only character, never another script's form of one
         if len(variant_keys):
-            keep &= is_custom | ~np.isin(sites.src_id[site] * len(self.vocab) + vid, variant_keys)
+            key = sites.src_id[site] * len(self.vocab) + vid
+            keep &= is_custom | (variant_keys[np.minimum(np.searchsorted(variant_keys, key), len(variant_keys) - 1)]
+                                 != key)
         site, vid, static, is_custom, forced = site[keep], vid[keep], static[keep], is_custom[keep], forced[keep]
         # one row per (site, vid), custom and forced flags merged
         key = site * len(self.vocab) + vid
@@ -149,14 +151,12 @@ class Gather:
 
 
 def _top_per_segment(score: np.ndarray, lens: np.ndarray, k: int) -> np.ndarray:
-    """Boolean mask of the ``k`` highest scores within each consecutive segment of the given lengths."""
-    keep = np.zeros(len(score), dtype=bool)
-    start = 0
-    for n in lens.tolist():
-        if n <= k:
-            keep[start : start + n] = True
-        else:
-            seg = score[start : start + n]
-            keep[start + np.argpartition(-seg, k - 1)[:k]] = True
-        start += n
-    return keep
+    """Boolean mask of the ``k`` highest scores within each consecutive segment of the given lengths (of equal
+    scores, the first)."""
+    if len(score) == 0 or int(lens.max()) <= k:
+        return np.ones(len(score), dtype=bool)
+    segment = np.repeat(np.arange(len(lens)), lens)
+    order = np.lexsort((-score, segment))  # by segment, then score, highest first (stable: equal ones in order)
+    rank = np.empty(len(score), dtype=np.int64)
+    rank[order] = np.arange(len(score)) - np.repeat(np.cumsum(lens) - lens, lens)
+    return rank < k

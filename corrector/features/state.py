@@ -116,11 +116,13 @@ class Vocabulary:
         looked up with OpenCC the first time it is asked about: the whole vocabulary takes a fifth of a second)."""
         from corrector.text.script import traditional_only
 
-        todo = np.unique(vids[self._traditional[vids] == 0])
-        if len(todo):
+        known = self._traditional[vids]
+        if not known.all():
+            todo = np.unique(vids[known == 0])
             self._traditional[todo] = [2 if len(self.tokens[i]) == 1 and traditional_only(self.tokens[i]) else 1
                                        for i in todo.tolist()]
-        return self._traditional[vids] == 2
+            known = self._traditional[vids]
+        return known == 2
 
 
 class Dictionary:

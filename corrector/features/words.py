@@ -32,7 +32,10 @@ class Word(Feature):
         keys = self._word_keys()
         V, site, vid = self.V, ctx.site, ctx.vid
         four = len(keys[4][0]) > 0  # a dictionary written before four-character words has none: word4 stays 0
-        T = np.pad(ctx.T, ((0, 0), (1, 1)), constant_values=-1) if four else ctx.T  # three columns of -1 a side
+        T = ctx.T  # two columns of -1 a side; three for the four-character windows
+        if four:
+            T = np.full((ctx.T.shape[0], ctx.T.shape[1] + 2), -1, dtype=ctx.T.dtype)
+            T[:, 1:-1] = ctx.T
         c, pos = ctx.sites.chunk[site], ctx.sites.char[site] + (3 if four else 2)
         l2, l1, r1, r2 = (T[c, pos + d] for d in (-2, -1, 1, 2))
         windows: dict[str, tuple[tuple[np.ndarray, ...], ...]] = {
@@ -42,10 +45,11 @@ class Word(Feature):
             windows["word4"] = ((l3, l2, l1, vid), (l2, l1, vid, r1), (l1, vid, r1, r2), (vid, r1, r2, r3))
         for column, ids_of in windows.items():
             out = np.zeros(len(site), dtype=np.float32)
-            for ids in ids_of:
-                k, freq = keys[len(ids)]
+            for n in sorted({len(ids) for ids in ids_of}):  # the windows of one length in one lookup
+                ids = [np.stack(w) for w in zip(*(ids for ids in ids_of if len(ids) == n))]  # n x (windows, rows)
                 valid = np.all([x >= 0 for x in ids], axis=0)
-                out = np.maximum(out, lookup_sorted(k, freq, np.where(valid, word_key(ids, V), -1)))
+                k, freq = keys[n]
+                out = np.maximum(out, lookup_sorted(k, freq, np.where(valid, word_key(ids, V), -1)).max(axis=0))
             X[:, COL[column]] = out
 
     def _word_keys(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
