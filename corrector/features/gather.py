@@ -151,12 +151,14 @@ class Gather:
 
 
 def _top_per_segment(score: np.ndarray, lens: np.ndarray, k: int) -> np.ndarray:
-    """Boolean mask of the ``k`` highest scores within each consecutive segment of the given lengths (of equal
-    scores, the first)."""
-    if len(score) == 0 or int(lens.max()) <= k:
-        return np.ones(len(score), dtype=bool)
-    segment = np.repeat(np.arange(len(lens)), lens)
-    order = np.lexsort((-score, segment))  # by segment, then score, highest first (stable: equal ones in order)
-    rank = np.empty(len(score), dtype=np.int64)
-    rank[order] = np.arange(len(score)) - np.repeat(np.cumsum(lens) - lens, lens)
-    return rank < k
+    """Boolean mask of the ``k`` highest scores within each consecutive segment of the given lengths."""
+    keep = np.zeros(len(score), dtype=bool)
+    start = 0
+    for n in lens.tolist():
+        if n <= k:
+            keep[start : start + n] = True
+        else:
+            seg = score[start : start + n]
+            keep[start + np.argpartition(-seg, k - 1)[:k]] = True
+        start += n
+    return keep
