@@ -21,9 +21,9 @@
       candidates/candidates.npz     optional: static candidate lists (training.evidence.candidates)
       lm/                           optional: character n-gram LM (training.evidence.char_lm)
       ranker.json                   optional: the fitted ranker's named weights and threshold (training.fitting.fit)
-      dictionary/words.npz          optional: jieba's two- and three-character words as vocab-id keys with their
-                                    counts (corrector.evidence.dictionary), read in milliseconds; without it the decoder
-                                    reads jieba's own dictionary at first use (a second), with the same result
+      dictionary/words.npz          optional: jieba's two-, three- and four-character words as vocab-id keys with
+                                    their counts (corrector.evidence.dictionary), read in milliseconds; without it the
+                                    decoder reads jieba's own dictionary at first use (a second), with the same result
       dictionary/domain_words.txt   optional: a domain's own words, one a line (``corrector adapt``), kept as written
                                     (protect_domain_words)
 """
