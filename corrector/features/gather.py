@@ -93,9 +93,7 @@ class Gather:
         traditional, variant_keys = self.script_filter(np.maximum(vid, 0))  # the user's own pairs excepted: never
         keep &= is_custom | ~traditional  # a traditional-only character, never another script's form of one
         if len(variant_keys):
-            key = sites.src_id[site] * len(self.vocab) + vid
-            keep &= is_custom | (variant_keys[np.minimum(np.searchsorted(variant_keys, key), len(variant_keys) - 1)]
-                                 != key)
+            keep &= is_custom | ~np.isin(sites.src_id[site] * len(self.vocab) + vid, variant_keys)
         site, vid, static, is_custom, forced = site[keep], vid[keep], static[keep], is_custom[keep], forced[keep]
         # one row per (site, vid), custom and forced flags merged
         key = site * len(self.vocab) + vid
