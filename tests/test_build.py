@@ -32,15 +32,18 @@ TINY = [
     ("max-steps = 24500", 'max-steps = 4\nconfig = "debug"\nbatch-size = 4\nseq-len = 32\neval-every = 2', 1),
     ("stop-after = 19532", "stop-after = 3", 1),
     ("batch-size = 512\nmax-steps = 5567", 'batch-size = 4\nseq-len = 32\nconfig = "debug"\nmax-steps = 3', 1),
-    ("batch-size = 128", "batch-size = 4", 1),
+    ("batch-size = 128", "batch-size = 4", 2),
     ("max-steps = 7000", "max-steps = 3", 1),
     ("eval-every = 1000", "eval-every = 2", 3),
     ("eval-every = 1500", "eval-every = 2", 1),
+    ("eval-every = 800", "eval-every = 2", 1),
     ("n = 2100000\ndistinct = 520000", "n = 60\ndistinct = 5", 1),
     ("n = 12000", "n = 20", 1),
     ("batch-size = 256", "batch-size = 4", 2),
     ("max-steps = 2699", "max-steps = 3", 1),
     ("max-steps = 1538", "max-steps = 3", 1),
+    ("max-steps = 1600", "max-steps = 3", 1),
+    ("n = 200000\ndistinct = 120000", "n = 60\ndistinct = 5", 1),
     ("holdout = 1000  #", "holdout = 5  #", 1),
     ('prune = "0,0,5,8"', 'prune = "0,0,0,0"\nvocab-size = 300', 1),
     ("max-changed = 0.10", "max-changed = 1", 1),
@@ -143,7 +146,7 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     # from a given pair: the from-scratch pretraining is skipped, the pretraining from the pair and all after it run
     assert build.main([*args, "--init-from", str(out / "pretrain_cpu"), "--plan"]) == 0
     after = [n for n in names[names.index("pretrain"):]
-             if n not in ("csc_native", "ranker_pairs")]  # the synthetic pairs read no network: up to date
+             if n not in ("csc_native", "csc_newtext", "ranker_pairs")]  # the synthetic pairs read no network: up to date
     assert planned(capsys.readouterr().out) == {
         n: "skipped (--init-from)" if n == "pretrain_cpu" else "runs" if n in after else "up to date"
         for n in names} | optional
@@ -153,12 +156,12 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     # --with false_positives, needs the corpus's edited files: not in the tiny data)
     cand = tmp_path / "candidate"
     assert build.main([*args[:4], "--out", str(cand), "--reuse", str(out), "--from-stage", "export",
-                       "--set", f"finetune_native2={out / 'finetune'}"]) == 0
+                       "--set", f"soup={out / 'finetune'}"]) == 0
     ran = names[names.index("export"):]
     assert stages_said(capsys.readouterr().out) == dict.fromkeys(ran, "runs")
     assert sorted(p.name for p in cand.iterdir()) == sorted([*ran, "bundle", "state"])
     cand_recipe = json.loads((cand / "bundle" / "manifest.json").read_text(encoding="utf-8"))["provenance"]["recipe"]
-    assert cand_recipe["set"] == [f"finetune_native2={out / 'finetune'}"] and cand_recipe["ran"] == ran
+    assert cand_recipe["set"] == [f"soup={out / 'finetune'}"] and cand_recipe["ran"] == ran
 
     # the pair recipe (once benchmarks/pair_point.sh, refit_point.sh) on that pair, with the built bundle's evidence
     pair = tmp_path / "pair"
@@ -428,7 +431,8 @@ def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):
     assert re.search(r"^ +in all +\d+\.\d h on 2 CPU cores; \d\.\d GB \(\d+\.\d h with the GPU stages on an H100\)$",
                      said, re.M), said
     assert plan == ["prepare", "similarity", "splits", "candidates", "lm", "csc_data", "pretrain_cpu", "pretrain",
-                    "finetune", "csc_native", "finetune_native", "finetune_native2", "ranker_pairs", "export",
+                    "finetune", "csc_native", "finetune_native", "finetune_native2", "csc_newtext", "finetune_newtext", "soup",
+                    "ranker_pairs", "export",
                     "evidence", "fit", "metrics", "false_positives"]
     pair = tmp_path / "pair"
     (pair / "discriminator").mkdir(parents=True)
@@ -472,6 +476,15 @@ def test_default_recipe_is_what_the_shipped_manifest_records():
     assert [f["batch-size"] for f in native] == [256, 256] and native[1]["lr"] == 1.5e-4
     assert all(f["keep"] == "last" and f["generator-body"] == "discriminator" for f in (ft, *native))
     assert prov["generator_body"].startswith("the discriminator's") and stages[1]["train_pairs"] == 2_215_986
+    soup = args_of(recipe, "soup", "training.networks.soup")  # the exported pair: finetune_native2's and one more
+    assert [float(w) for w in soup["weights"].split(",")] == prov["soup"]["weights"]
+    newtext = args_of(recipe, "finetune_newtext", "training.networks.finetune")
+    (more,) = prov["soup"]["provenance"]
+    assert (newtext["max-steps"], newtext["batch-size"], newtext["lr"]) == (
+        more["finetune"]["steps"], more["finetune"]["config"]["batch_size"], more["finetune"]["config"]["lr"])
+    assert newtext["keep"] == "last" and newtext["generator-body"] == "discriminator"
+    assert more["finetune"]["train_pairs"] == 219_331
+    assert str(args_of(recipe, "export", "training.bundle.export")["run"]) == "{soup}"
     lm = args_of(recipe, "lm", "training.evidence.char_lm")
     assert [int(x) for (p,) in [lm["prune"]] for x in p.split(",")] == manifest["lm"]["prune"]
     assert lm["order"] == [manifest["lm"]["order"]] and lm["smoothing"] == [manifest["lm"]["smoothing"]]

@@ -172,6 +172,15 @@ def networks_section(bundle: Path, m: dict[str, Any]) -> list[str]:
                      f" {ft.get('train_pairs', 0):,} pairs (synthetic errors on corpus sentences plus the real"
                      f" training pairs below, the dev split held out); {ft.get('kept', 'the best step')} kept;"
                      f" {prov.get('hardware', 'hardware not recorded')}.")
+    soup = prov.get("soup")
+    if soup:  # training.networks.soup: the weights are a weighted mean of this pair's and others'
+        parts = [f"this pair ({soup['weights'][0]:g})"]
+        for w, other in zip(soup["weights"][1:], soup.get("provenance", [])):
+            oft = other.get("finetune", {})
+            hw = ", ".join(row["hardware"] for row in oft.get("ledger", {}).get("by_hardware", [])) or "?"
+            parts.append(f"it fine-tuned {oft.get('steps', '?'):,} steps further on {oft.get('train_pairs', 0):,}"
+                         f" other pairs ({w:g}; {hw})")
+        lines.append(f"- Weights: the weighted mean of {' and '.join(parts)}, by `training.networks.soup`.")
     onnx = m.get("onnx", {})
     lines.append(f"- Runtime: ONNX opset {onnx.get('opset', '?')}; the CPU runs the `{m.get('cpu_onnx')}` graphs"
                  " by default (CUDA runs the float graphs).")

@@ -68,7 +68,7 @@ stamp "evidence stages"
 "${BUILD[@]}" --to-stage lm  # skipped when up to date
 if [ ! -f runs/build_ft100j/false_positives/false_positives.md ]; then
     stamp bundle
-    "${BUILD[@]}" --from-stage export --set finetune_native2=runs/ft100j --set fit.synthetic-pairs=false \
+    "${BUILD[@]}" --from-stage export --set soup=runs/ft100j --set fit.synthetic-pairs=false \
         --with false_positives
 fi
 for snap in runs/ft100j/snapshots/step*; do
