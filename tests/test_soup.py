@@ -69,3 +69,8 @@ def test_pairs_of_other_shapes_are_refused(two_pairs, tmp_path):
     proc = soup_cli("--pairs", two_pairs[0], joint, "--weights", "0.5,0.5", "--out", tmp_path / "soup")
     assert proc.returncode == 2 and proc.stderr.startswith("error: pair 2 has other weights than pair 1")
     assert not (tmp_path / "soup").exists()
+
+
+def test_one_pair_is_refused(two_pairs, tmp_path):
+    proc = soup_cli("--pairs", two_pairs[0], "--weights", "1", "--out", tmp_path / "soup")
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: --pairs needs two or more pairs"

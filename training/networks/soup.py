@@ -87,11 +87,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if len(args.pairs) < 2:
             raise CorrectorError("--pairs needs two or more pairs")
-        soup(args.pairs, parse_weights(args.weights, len(args.pairs)), args.out)
+        weights = parse_weights(args.weights, len(args.pairs))
+        soup(args.pairs, weights, args.out)
     except CorrectorError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    print(f"{args.out}: {' + '.join(f'{w:g} x {p}' for w, p in zip(parse_weights(args.weights, len(args.pairs)), args.pairs))}")
+    print(f"{args.out}: {' + '.join(f'{w:g} x {p}' for w, p in zip(weights, args.pairs))}")
 
 
 if __name__ == "__main__":
