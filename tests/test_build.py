@@ -146,7 +146,7 @@ def test_tiny_default_recipe_builds_a_bundle_then_skips_what_is_done(tmp_path, c
     # from a given pair: the from-scratch pretraining is skipped, the pretraining from the pair and all after it run
     assert build.main([*args, "--init-from", str(out / "pretrain_cpu"), "--plan"]) == 0
     after = [n for n in names[names.index("pretrain"):]
-             if n not in ("csc_native", "csc_newtext", "ranker_pairs")]  # the synthetic pairs read no network: up to date
+             if n not in ("csc_native", "csc_newtext", "ranker_pairs")]  # synthetic pairs read no network: up to date
     assert planned(capsys.readouterr().out) == {
         n: "skipped (--init-from)" if n == "pretrain_cpu" else "runs" if n in after else "up to date"
         for n in names} | optional
@@ -431,9 +431,8 @@ def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):
     assert re.search(r"^ +in all +\d+\.\d h on 2 CPU cores; \d\.\d GB \(\d+\.\d h with the GPU stages on an H100\)$",
                      said, re.M), said
     assert plan == ["prepare", "similarity", "splits", "candidates", "lm", "csc_data", "pretrain_cpu", "pretrain",
-                    "finetune", "csc_native", "finetune_native", "finetune_native2", "csc_newtext", "finetune_newtext", "soup",
-                    "ranker_pairs", "export",
-                    "evidence", "fit", "metrics", "false_positives"]
+                    "finetune", "csc_native", "finetune_native", "finetune_native2", "csc_newtext", "finetune_newtext",
+                    "soup", "ranker_pairs", "export", "evidence", "fit", "metrics", "false_positives"]
     pair = tmp_path / "pair"
     (pair / "discriminator").mkdir(parents=True)
     assert build.main(["--recipe", "default", *base, "--init-from", str(pair)]) == 0

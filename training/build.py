@@ -19,7 +19,8 @@ output, directly or not; an interrupted stage runs again (the training commands 
 - ``--from-stage NAME`` runs NAME and every later stage, whatever their records say; the earlier stages are read
   where they are: ``OUT/STAGE``, or ``REUSE/STAGE`` with ``--reuse REUSE`` (a finished build), or the path of
   ``--set STAGE=PATH`` (that stage does not run: a fine-tuned pair for ``{soup}``, the pair the export reads; a
-  bundle folder for a stage others take ``bundle_from``). ``--to-stage NAME`` stops after NAME; ``--only NAME`` runs NAME alone.
+  bundle folder for a stage others take ``bundle_from``). ``--to-stage NAME`` stops after NAME; ``--only NAME``
+  runs NAME alone.
 - ``--set VAR=VALUE`` replaces a ``[vars]`` value and ``--set STAGE.KEY=VALUE`` an argument (``--set
   fit.limit=5000``; ``false`` leaves a switch or flag out); values read as TOML (5000, 0.05, true), else as text.
 - ``--with NAME`` also runs an optional stage (``optional = true``: a measurement, say).
