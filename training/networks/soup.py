@@ -20,8 +20,8 @@ from pathlib import Path
 
 from corrector.bundle import sha256_file
 from corrector.types import CorrectorError
+from training.networks.pretraining_state import NETS, SMALL_FILES
 
-NETWORKS = ("discriminator", "generator")
 WEIGHTS_FILE = "model.safetensors"
 
 
@@ -56,7 +56,7 @@ def soup(pairs: Sequence[Path], weights: Sequence[float], out: Path) -> None:
 
     from training.networks.loop import read_provenance, write_provenance
 
-    for net in NETWORKS:
+    for net in NETS:
         for p in pairs:
             if not (p / net / WEIGHTS_FILE).is_file():
                 raise CorrectorError(f"{p} has no {net}/{WEIGHTS_FILE}")
@@ -64,10 +64,10 @@ def soup(pairs: Sequence[Path], weights: Sequence[float], out: Path) -> None:
             raise CorrectorError(f"the pairs' {net}/vocab.txt differ")
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    for net in NETWORKS:
+    for net in NETS:
         mixed = average([load_file(p / net / WEIGHTS_FILE) for p in pairs], weights)
         (tmp / net).mkdir(parents=True)
-        for name in ("config.json", "vocab.txt"):
+        for name in SMALL_FILES:
             shutil.copyfile(pairs[0] / net / name, tmp / net / name)
         save_file(mixed, tmp / net / WEIGHTS_FILE, metadata={"format": "pt"})
     provenance = read_provenance(pairs[0])

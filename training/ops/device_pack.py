@@ -27,11 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from corrector.text.tokenize import SPECIAL_IDS
+from training.networks.pretraining_state import NETS, SMALL_FILES, save_fp16
 
 MIB = 1 << 20
 RETURN_FILE_LIMIT = 16 * MIB  # the largest file copied back
-PAIR_SMALL_FILES = ("config.json", "vocab.txt")
-NETS = ("discriminator", "generator")
 
 
 def sentence_starts(tokens: np.ndarray) -> np.ndarray:
@@ -117,8 +116,6 @@ def unpack_data(src: Path, dst: Path) -> dict:
 def pack_pair(run: Path, dst: Path) -> list[Path]:
     """A pair folder (discriminator/ and generator/ Hugging Face dirs, provenance.json) as three files:
     ``discriminator.safetensors`` and ``generator.safetensors`` in fp16, and ``pair.tar`` with the rest."""
-    from training.networks.pretraining_state import save_fp16
-
     dst.mkdir(parents=True, exist_ok=True)
     out = []
     for net in NETS:
@@ -129,7 +126,7 @@ def pack_pair(run: Path, dst: Path) -> list[Path]:
         out.append(path)
     with tarfile.open(dst / "pair.tar", "w") as tar:
         for net in NETS:
-            for name in PAIR_SMALL_FILES:
+            for name in SMALL_FILES:
                 tar.add(run / net / name, arcname=f"{net}/{name}")
         if (run / "provenance.json").exists():
             tar.add(run / "provenance.json", arcname="provenance.json")
