@@ -58,6 +58,9 @@ class CorrectorConfig:
                               "similar length (the service's max_batch_size is how many chunks it gives at once)",
                               lo=1, hi=4096, who=SERVER)
     protect: tuple[str, ...] = setting((), "words never edited inside (a call's words add to the configured ones)")
+    terms: tuple[str, ...] = setting(
+        (), "the document's own terms (words its author writes again and again: corrector.evidence.terms): never "
+        "edited inside where the text's segmentation makes them a word")
     confusions: tuple[tuple[str, str], ...] = setting(
         (), "[A, B] pairs of single characters: B is always a candidate for A")
 
@@ -90,6 +93,7 @@ def _kind(hint: Any) -> Any:
 _HINTS = typing.get_type_hints(CorrectorConfig)
 SETTINGS = {f.name: f for f in fields(CorrectorConfig)}  # name -> its declaration (a dataclass Field)
 KINDS: dict[str, Any] = {name: _kind(_HINTS[name]) for name in SETTINGS}
+WORD_LISTS = ("protect", "terms")  # the settings that are lists of words
 OPTIONAL = frozenset(name for name in SETTINGS if type(None) in typing.get_args(_HINTS[name]))
 
 
@@ -110,11 +114,11 @@ def request_settings() -> list[str]:
 def check(name: str, value: Any) -> Any:
     """``value`` as setting ``name`` holds it, its type and bounds checked (ValueError naming the setting): ints pass
     as floats, a whole float as an int, nothing else converts; ``protect`` takes one word or a list of them."""
-    if name == "protect":
+    if name in WORD_LISTS:
         if isinstance(value, str):
             return (value,)  # one word, not its characters
         if not all(isinstance(w, str) for w in value):
-            raise ValueError("protect must be a list of words")
+            raise ValueError(f"{name} must be a list of words")
         return tuple(value)
     if name == "confusions":
         pairs = tuple((a, b) for a, b in value)

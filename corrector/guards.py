@@ -1,7 +1,7 @@
 """Keep-as-written rules ("guards"): one protocol, ``Guard``, with a hook for each stage that applies guards.
 
-- ``protect`` (``prepare``): the characters of a text no edit may touch: the caller's words (``protect``), the words
-  of the domain the bundle was adapted to (``protect_domain_words``), foreign names (``protect_foreign_names``),
+- ``protect`` (``prepare``): the characters of a text no edit may touch: the caller's words (``protect``), the
+  document's own terms where the text's segmentation makes them words (``terms``), the words of the domain the bundle was adapted to (``protect_domain_words``), foreign names (``protect_foreign_names``),
   multi-character dictionary words (``protect_dictionary_words``). Such a
   character is no site at all.
 - ``veto`` (``decide``, in each round): a site's best edit is not made: it would only change the character's script
@@ -91,6 +91,24 @@ class CallerWords(Guard):
         return out
 
 
+class Terms(Guard):
+    name = "terms"
+    reason = "a term the document writes again and again"
+    as_written = True
+
+    def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
+        if not (cfg.terms and text):
+            return set()
+        from corrector.evidence.terms import words
+
+        matcher = _matcher_of(cfg.terms)
+        out: set[int] = set()
+        for start, w in words(text):
+            if matcher.has(w):
+                out.update(range(start, start + len(w)))
+        return out
+
+
 class DomainWords(Guard):
     name = "protect_domain_words"
     reason = "a word of the bundle's domain"
@@ -161,8 +179,8 @@ class Script(Guard):
         return None
 
 
-GUARDS: tuple[Guard, ...] = (CallerWords(), DomainWords(), ForeignNames(), DictionaryWords(), RegionalForms(),
-                             UnreliablePairs(), Script())
+GUARDS: tuple[Guard, ...] = (CallerWords(), Terms(), DomainWords(), ForeignNames(), DictionaryWords(),
+                             RegionalForms(), UnreliablePairs(), Script())
 NAMED: dict[str, Guard] = {g.name: g for g in GUARDS}
 
 
@@ -226,6 +244,9 @@ class WordMatcher:
             if w:
                 by_length.setdefault(len(w), set()).add(w)
         self.by_length = {n: frozenset(ws) for n, ws in sorted(by_length.items())}
+
+    def has(self, word: str) -> bool:
+        return word in self.by_length.get(len(word), ())
 
     def positions(self, text: str) -> set[int]:
         """Every position inside an occurrence of a word (occurrences may overlap)."""

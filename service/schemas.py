@@ -23,9 +23,11 @@ Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 
 def max_json_values(max_texts: int) -> int:
     """The most JSON values a legal request can hold, with room to spare: the object and each setting's value,
-    the texts, a protect list of MAX_LIST words and MAX_LIST confusion pairs (a list and two characters each).
+    the texts, each word list (protect, terms) of MAX_LIST words and MAX_LIST confusion pairs (a list and two
+    characters each).
     ``errors.BodyGuardMiddleware`` refuses a body that holds more before parsing it."""
-    return 1 + 2 * len(config.SETTINGS) + 2 + max_texts + (1 + MAX_LIST) + (1 + 3 * MAX_LIST) + 256
+    lists = len(config.WORD_LISTS) * (1 + MAX_LIST)
+    return 1 + 2 * len(config.SETTINGS) + 2 + max_texts + lists + (1 + 3 * MAX_LIST) + 256
 Char = Annotated[str, StringConstraints(min_length=1, max_length=1)]
 Pair = Annotated[list[Char], Field(min_length=2, max_length=2)]
 
@@ -101,7 +103,7 @@ def _field(name: str) -> tuple[Any, Any]:
     """The request field of a decoding setting, from its declaration (type, bounds, doc)."""
     kind, (lo, hi) = config.KINDS[name], config.bounds(name)
     extra: dict[str, Any] = {}
-    if name == "protect":
+    if name in config.WORD_LISTS:
         kind, extra = Annotated[list[Word], _at_most(MAX_LIST)], {"max_length": MAX_LIST}
     elif name == "confusions":
         kind, extra = Annotated[list[Pair], _at_most(MAX_LIST)], {"max_length": MAX_LIST, "examples": [[["己", "已"]]]}
@@ -163,8 +165,9 @@ class CorrectRequest(DecodingSettings):
 
     def options(self) -> CorrectOptions:
         settings = self.settings()
-        if "protect" in settings:  # order and repeats do not matter
-            settings["protect"] = sorted(set(settings["protect"]))
+        for name in config.WORD_LISTS:  # order and repeats do not matter
+            if name in settings:
+                settings[name] = sorted(set(settings[name]))
         return CorrectOptions.of(**settings)
 
 

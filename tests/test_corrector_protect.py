@@ -136,3 +136,14 @@ def test_a_calls_own_words_never_rebuild_the_configured_dictionarys_matcher(fake
                      for i in range(s, s + len(w))}
         assert not edited(c) & protected and edited(c) == set(in_vocab_cjk(text)) - protected
     assert built.count(len(dictionary)) <= 1 and all(n <= 2 for n in built if n != len(dictionary)), built
+
+
+def test_terms_keep_a_word_where_the_text_segments_it(fake_forced):
+    """``terms`` keeps a word as written where jieba makes it a word of the text, not wherever it occurs (protect)."""
+    text = "我们在北京，中国人民银行"
+    assert edited(fake_forced.correct(text)) >= {3, 4, 7, 8}
+    c = fake_forced.correct(text, terms=["北京", "国人"])  # 国人 is inside the word 中国人民银行: not kept
+    check(c)
+    assert not edited(c) & {3, 4}
+    assert {7, 8} <= edited(c)
+    assert not edited(fake_forced.correct(text, protect=["国人"])) & {7, 8}  # unlike protect

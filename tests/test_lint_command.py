@@ -243,3 +243,24 @@ def test_through_a_running_service_the_findings_are_the_same(forced_bundle, forc
     assert [key(r) for r in remote] == [key(r) for r in local]
     code, _, err = lint(capsys, "page.md", "--server", "http://127.0.0.1:9", "--no-cache")
     assert code == 2 and err.startswith("error: http://127.0.0.1:9/correct:") and err.count("\n") == 1
+
+
+def test_the_files_own_terms_are_kept_and_key_the_cache(fake, here, capsys):
+    """A word the checked files write three times (from any file) is passed as a term; a file's cache entry is
+    keyed by the terms it writes, so a change elsewhere that makes one of them a term checks it again."""
+    (here / "a.md").write_text("根结点很重要。\n", encoding="utf-8")
+    (here / "b.md").write_text("父结点和子结点。\n", encoding="utf-8")
+    (here / "c.md").write_text("别的内容。\n", encoding="utf-8")
+    lint(capsys, ".")
+    assert list(fake.settings[-1]["terms"]) == ["结点"]
+    lint(capsys, ".")
+    assert len(fake.calls) == 1  # all from the cache
+    (here / "b.md").write_text("父节点。\n", encoding="utf-8")  # 结点 is written once now
+    lint(capsys, ".")
+    assert fake.calls[-1] == ["根结点很重要。", "父节点。"] and "terms" not in fake.settings[-1]
+    (here / ".electra-csc.toml").write_text("terms = 1\n", encoding="utf-8")
+    lint(capsys, ".", "--no-cache")
+    assert "结点" in fake.settings[-1]["terms"] and "节点" in fake.settings[-1]["terms"]
+    (here / ".electra-csc.toml").write_text("terms = -1\n", encoding="utf-8")
+    code, _, err = lint(capsys, ".")
+    assert code == 2 and "terms must be a count" in err

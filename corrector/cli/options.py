@@ -9,13 +9,14 @@ import re
 from typing import Any
 
 from corrector.bundle import PRECISIONS
-from corrector.config import KINDS, SETTINGS, check, doc, kind_text, parse_confusions, shown
+from corrector.config import KINDS, SETTINGS, WORD_LISTS, check, doc, kind_text, parse_confusions, shown
 from corrector.model_path import ENV_MODEL
 
 LOAD_ARGS = ("path", "device", "precision", "threads", "lm")  # Corrector.load's own arguments, not settings for --set
 OFF_ALIASES = {"use_lm": ("--no-lm",)}  # the spellings the command had before its flags were generated
-LISTS = {  # how the command takes the two list settings
+LISTS = {  # how the command takes the list settings
     "protect": {"metavar": "WORD", "how": "repeatable, or several at once with commas: --protect 张三,李四"},
+    "terms": {"metavar": "WORD", "how": "repeatable, or several at once with commas: --terms 结点,移项"},
     "confusions": {"metavar": "FILE", "how": "here a file of them, one 'A→B' per line"},
 }
 
@@ -50,7 +51,7 @@ def setting_args(ap: argparse.ArgumentParser, without: tuple[str, ...] = ()) -> 
         flag = "--" + name.replace("_", "-")
         what = doc(name).replace("%", "%%")
         if name in LISTS:
-            group.add_argument(flag, action=_Words if name == "protect" else "store", metavar=LISTS[name]["metavar"],
+            group.add_argument(flag, action=_Words if name in WORD_LISTS else "store", metavar=LISTS[name]["metavar"],
                                help=f"{what}; {LISTS[name]['how']}")
         elif KINDS[name] is bool:
             off = ("--no-" + flag[2:], *OFF_ALIASES.get(name, ()))

@@ -16,7 +16,7 @@ from pathlib import Path
 from .check import Raw
 
 FOLDER = ".electra-csc-cache"
-VERSION = "1"  # of the extraction and of this format: a change makes every entry a miss
+VERSION = "2"  # of the extraction and of this format: a change makes every entry a miss
 MAX_ENTRIES = 200_000
 
 
@@ -34,20 +34,29 @@ class Cache:
         self.path = folder / f"{bundle_key[:24]}.json"
         self.folder = folder
         try:
-            self.entries: dict[str, list[list]] = json.loads(self.path.read_text(encoding="utf-8"))
+            self.entries: dict[str, list[list] | dict[str, int]] = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             self.entries = {}
         self.changed = False
 
     def get(self, key: str) -> list[Raw] | None:
         rows = self.entries.get(key)
-        if rows is None:
+        if not isinstance(rows, list):
             return None
         return [Raw(int(o), s, t, float(c), r, tuple(a)) for o, s, t, c, r, a in rows]
 
     def put(self, key: str, raws: list[Raw]) -> None:
         self.entries[key] = [[r.offset, r.source, r.target, r.confidence, r.reason, list(r.alternatives)]
                              for r in raws]
+        self.changed = True
+
+    def get_words(self, key: str) -> dict[str, int] | None:
+        """A file's word counts (``check._word_counts``), or None."""
+        hit = self.entries.get(key)
+        return hit if isinstance(hit, dict) else None
+
+    def put_words(self, key: str, counts: dict[str, int]) -> None:
+        self.entries[key] = counts
         self.changed = True
 
     def save(self) -> None:

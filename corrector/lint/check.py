@@ -13,9 +13,12 @@ import hashlib
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from corrector.evidence.terms import recurring, term_counts
 
 from .document import Block, Document, DocumentError
 from .extract import blocks_of
@@ -142,10 +145,11 @@ def findings_of(doc: Document, raws: Sequence[Raw], settings: FileSettings, repo
     return out
 
 
-def settings_key(settings: FileSettings, kind: str, report: float | None) -> str:
-    """What the corrector's answer for a file depends on besides its bytes and the bundle."""
-    return json.dumps({"kind": kind, "parts": settings.parts, "decoding": settings.decoding(report)}, sort_keys=True,
-                      default=list)
+def settings_key(settings: FileSettings, kind: str, report: float | None, terms: Sequence[str] = ()) -> str:
+    """What the corrector's answer for a file depends on besides its bytes and the bundle (``terms``: the tree's
+    terms that the file writes)."""
+    return json.dumps({"kind": kind, "parts": settings.parts, "decoding": settings.decoding(report),
+                       **({"terms": list(terms)} if terms else {})}, sort_keys=True, default=list)
 
 
 @dataclass
@@ -156,18 +160,35 @@ class Checked:
     files: int
     chars: int  # characters of prose corrected (cache misses)
     cached: int  # files answered from the cache
+    terms: int = 0  # the checked files' own terms (words written at least ``LintConfig.terms`` times in them)
+
+
+@dataclass
+class _File:
+    target: Target
+    doc: Document
+    digest: str  # sha256 of its bytes
+    settings: FileSettings
+    blocks: list[Block] | None = None  # extracted once, when needed
+
+    def prose(self) -> list[Block]:
+        if self.blocks is None:
+            self.blocks = blocks_of(self.doc, self.target.kind, self.settings.parts)
+        return self.blocks
 
 
 def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], Correct], *,
           report: float | None = None, cache: Any = None, progress: bool = False) -> Checked:
     """Every target's findings. ``correct`` gives the corrector's pass, called only when some file misses the cache
-    (a cached run loads no model)."""
+    (a cached run loads no model).
+
+    First the files' own terms (``corrector.evidence.terms``): every file's word counts (cached by its bytes),
+    summed over the files checked, whatever their order; the words written at least ``config.terms`` times are
+    kept as written (the ``terms`` setting) in every file. A file's answer depends on its bytes, its settings and
+    the terms it writes, so its cache entry is keyed by those."""
     docs: dict[str, Document] = {}
     errors: list[str] = []
-    todo: dict[str, list[tuple[Target, Document, list[Block], str]]] = {}  # by the decoding settings
-    raws: dict[str, list[Raw]] = {}
-    settings_of: dict[str, FileSettings] = {}
-    cached = 0
+    files: list[_File] = []
     for t in targets:
         try:
             data = t.path.read_bytes() if str(t.path) != "-" else sys.stdin.buffer.read()
@@ -176,34 +197,59 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
             errors.append(str(e) if isinstance(e, DocumentError) else f"{t.shown}: {e.strerror or e}")
             continue
         docs[t.shown] = doc
-        settings = settings_of[t.shown] = config.for_file(t.relative)
-        skey = settings_key(settings, t.kind, report)
-        key = hashlib.sha256(data).hexdigest() + ":" + hashlib.sha256(skey.encode()).hexdigest()
+        files.append(_File(t, doc, hashlib.sha256(data).hexdigest(), config.for_file(t.relative)))
+    counts = {f.target.shown: _word_counts(f, cache) for f in files} if config.terms else {}
+    tree: Counter[str] = Counter()
+    for c in counts.values():
+        tree.update(c)
+    terms = recurring(tree, config.terms)
+    is_term = set(terms)
+    todo: dict[str, list[tuple[_File, str]]] = {}  # by the decoding settings
+    raws: dict[str, list[Raw]] = {}
+    cached = 0
+    for f in files:
+        written = sorted(w for w in counts.get(f.target.shown, ()) if w in is_term)
+        skey = settings_key(f.settings, f.target.kind, report, written)
+        key = f.digest + ":" + hashlib.sha256(skey.encode()).hexdigest()
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
-            raws[t.shown] = hit
+            raws[f.target.shown] = hit
             cached += 1
             continue
-        todo.setdefault(json.dumps(settings.decoding(report), sort_keys=True, default=list), []).append(
-            (t, doc, blocks_of(doc, t.kind, settings.parts), key))
+        todo.setdefault(json.dumps(f.settings.decoding(report), sort_keys=True, default=list), []).append((f, key))
     chars = 0
     if todo:
         run = correct()
         for decoding_json, group in todo.items():
             decoding = json.loads(decoding_json)
-            texts = [b.text for _, _, blocks, _ in group for b in blocks]
+            if terms:
+                decoding["terms"] = terms
+            texts = [b.text for f, _ in group for b in f.prose()]
             chars += sum(map(len, texts))
             answers = _in_parts(run, texts, decoding, progress)
             at = 0
-            for t, doc, blocks, key in group:
-                found = raw_edits(blocks, doc, answers[at:at + len(blocks)])
+            for f, key in group:
+                blocks = f.prose()
+                found = raw_edits(blocks, f.doc, answers[at:at + len(blocks)])
                 at += len(blocks)
-                raws[t.shown] = found
+                raws[f.target.shown] = found
                 if cache is not None:
                     cache.put(key, found)
-    findings = [f for shown, doc in docs.items()
-                for f in findings_of(doc, raws.get(shown, []), settings_of[shown], report)]
-    return Checked(findings, docs, errors, len(docs), chars, cached)
+    findings = [x for f in files for x in findings_of(f.doc, raws.get(f.target.shown, []), f.settings, report)]
+    return Checked(findings, docs, errors, len(docs), chars, cached, len(terms))
+
+
+def _word_counts(f: _File, cache: Any) -> Counter[str]:
+    """How often ``f``'s prose writes each word (``corrector.evidence.terms``), from the cache when its bytes and
+    the way it is read are unchanged."""
+    key = "words:" + f.digest + ":" + json.dumps([f.target.kind, f.settings.parts])
+    hit = cache.get_words(key) if cache is not None else None
+    if hit is not None:
+        return Counter(hit)
+    counts = term_counts(b.text for b in f.prose())
+    if cache is not None:
+        cache.put_words(key, dict(counts))
+    return counts
 
 
 def _in_parts(run: Correct, texts: list[str], decoding: dict[str, Any], progress: bool,

@@ -13,6 +13,7 @@ found in the first of the checked paths' folders or above it (``--config FILE`` 
                                         # project's .electra-csc-words.txt is always read)
     confusions = ["的→地"]               # extra candidate pairs
     settings = { max_edits = 3 }        # any decoding setting (python -m corrector settings)
+    terms = 3                           # a word the checked files write this often is kept as written (0: off)
 
     [[tool.electra-csc.overrides]]      # for the files these patterns match, later tables win
     files = ["translations/**"]
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from corrector.config import SETTINGS, check, parse_confusions
+from corrector.evidence.terms import MIN_COUNT
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,7 +41,7 @@ FILE_NAMES = (".electra-csc.toml", "pyproject.toml")
 WORDS_FILE = ".electra-csc-words.txt"  # the project's own words, kept as written (the editor's "ignore" writes here)
 FIX_CONFIDENCE = 0.9  # where about nine edits in ten are right: the confidences are calibrated probabilities
 PER_FILE = {"report", "fix", "parts", "protect", "protect-files", "confusions", "settings"}
-KEYS = PER_FILE | {"model", "include", "exclude", "overrides"}
+KEYS = PER_FILE | {"model", "include", "exclude", "overrides", "terms"}
 
 
 class ConfigError(Exception):
@@ -80,6 +82,7 @@ class LintConfig:
     exclude: tuple[str, ...] = ()
     base: FileSettings = field(default_factory=FileSettings)
     overrides: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = ()  # (patterns, their keys)
+    terms: int = MIN_COUNT  # a word written this often in the checked files is one of their terms (0: none)
     _applied: dict[tuple[int, ...], FileSettings] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def for_file(self, relative: str) -> FileSettings:
@@ -167,9 +170,12 @@ def _config(path: Path, table: dict[str, Any]) -> LintConfig:
     model = table.get("model")
     if model is not None and not isinstance(model, str):
         raise ConfigError(f"{where}: model must be a path")
+    terms = table.get("terms", MIN_COUNT)
+    if isinstance(terms, bool) or not isinstance(terms, int) or terms < 0:
+        raise ConfigError(f"{where}: terms must be a count of 0 or more (0: off), got {terms!r}")
     return _with_project_words(LintConfig(root, path, str(root / model) if model else None,
                                           tuple(table.get("include", ())), tuple(table.get("exclude", ())),
-                                          _apply(FileSettings(), table, root, where), tuple(overrides)))
+                                          _apply(FileSettings(), table, root, where), tuple(overrides), terms))
 
 
 def _strings(value: Any) -> bool:

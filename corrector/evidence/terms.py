@@ -1,0 +1,52 @@
+"""A document's own terms: the words its author writes again and again (根结点's 结点, 移项, a translation's name for
+an operation, a nickname in a thanks table), as evidence that the text means them.
+
+A term is a word of two or more Chinese characters as jieba segments the text (with its HMM, so that words it does
+not know count too: 三鸽, 终值), written at least ``MIN_COUNT`` times in the document or the tree of documents
+being checked. A slip is rarely written the same way three times; a term of the text's own usually is. The
+``terms`` setting keeps such words as written where the text's segmentation makes them a word (``guards.Terms``),
+so a 的 inside 真的 is still read in 认真的学习 (segmented 认真/的/学习).
+
+    counts = term_counts(texts)               # every text of the document or tree, in any order
+    fix.correct_batch(texts, terms=recurring(counts))
+
+The counts add up, so a tree's are the sum of its files' (``lint`` keeps each file's in its cache) and do not
+depend on the order the files are read in.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+from corrector.text.chars import is_cjk
+
+MIN_COUNT = 3  # a word written this often in the document or tree is one of its terms
+
+
+def words(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, word) of each word of two or more Chinese characters in ``text``, as jieba (with its HMM)
+    segments it."""
+    from corrector.evidence.dictionary import tokenizer  # jieba, its cache in a private directory
+
+    pos = 0
+    for w in tokenizer().lcut(text, HMM=True):
+        if len(w) > 1 and all(is_cjk(c) for c in w):
+            yield pos, w
+        pos += len(w)
+
+
+def term_counts(texts: Iterable[str]) -> Counter[str]:
+    """How often each word of ``texts`` is written (``words``)."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(w for _, w in words(text))
+    return counts
+
+
+def recurring(counts: Counter[str] | dict[str, int], min_count: int = MIN_COUNT) -> tuple[str, ...]:
+    """The words written at least ``min_count`` times, sorted: a document's terms, as the ``terms`` setting takes
+    them."""
+    if min_count < 1:
+        return ()
+    return tuple(sorted(w for w, n in counts.items() if n >= min_count))

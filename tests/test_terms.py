@@ -1,0 +1,32 @@
+"""A document's own terms (corrector/evidence/terms.py): the words it writes again and again, counted over any
+number of texts in any order."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from corrector.evidence.terms import recurring, term_counts, words
+
+
+def test_words_are_the_multi_character_chinese_words_with_their_offsets():
+    text = "二叉树的根结点，root 是 node。"
+    assert list(words(text)) == [(0, "二叉树"), (5, "结点")]
+
+
+def test_new_words_count_too():
+    assert "三鸽" in dict((w, 1) for _, w in words("感谢三鸽最可爱"))  # jieba's HMM finds words it does not know
+
+
+def test_counts_add_up_whatever_the_order():
+    texts = ["根结点和父结点。", "叶结点没有子结点。", "移项之后。"]
+    counts = term_counts(texts)
+    assert counts["结点"] == 4 and counts["移项"] == 1
+    assert term_counts(reversed(texts)) == counts
+    assert term_counts(texts[:1]) + term_counts(texts[1:]) == counts
+
+
+def test_recurring_terms_are_sorted_and_counted_from_min_count():
+    counts = Counter({"结点": 4, "移项": 2, "以经": 1})
+    assert recurring(counts) == ("结点",)
+    assert recurring(counts, 2) == ("移项", "结点")
+    assert recurring(counts, 0) == ()
