@@ -32,7 +32,8 @@ def fake(monkeypatch) -> FakePass:
 
 
 @pytest.fixture
-def here(tmp_path, monkeypatch) -> Path:
+def here(tmp_path, monkeypatch, tmp_path_factory) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -168,6 +169,7 @@ def test_gitignore_in_a_repository(fake, here, capsys):
 
 
 def test_an_unchanged_tree_is_answered_from_the_cache(fake, here, capsys):
+    (here / ".electra-csc.toml").write_text("", encoding="utf-8")  # a project: its cache is beside its configuration
     for i in range(3):
         (here / f"p{i}.md").write_text(SLIP, encoding="utf-8")
     first = lint(capsys, ".")[1]
@@ -264,3 +266,56 @@ def test_the_files_own_terms_are_kept_and_key_the_cache(fake, here, capsys):
     (here / ".electra-csc.toml").write_text("terms = -1\n", encoding="utf-8")
     code, _, err = lint(capsys, ".")
     assert code == 2 and "terms must be a count" in err
+
+
+def test_the_cache_lives_in_one_place_per_project_never_where_the_command_ran(fake, here, capsys):
+    """In a repository without a configuration the cache is at its top, whichever folder the command runs from;
+    outside any project, in the user's cache folder."""
+    (here / "loose").mkdir()
+    (here / "loose" / "a.md").write_text(SLIP, encoding="utf-8")
+    os.chdir(here / "loose")
+    lint(capsys, ".")
+    assert not (here / "loose" / ".electra-csc-cache").exists()
+    assert list((Path(os.environ["XDG_CACHE_HOME"]) / "electra-csc" / "lint").glob("*.json"))
+    lint(capsys, ".")
+    assert len(fake.calls) == 1  # answered from the user's cache
+    repo = here / "repo"
+    (repo / "docs").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "docs" / "a.md").write_text(SLIP, encoding="utf-8")
+    os.chdir(repo / "docs")
+    lint(capsys, ".")
+    os.chdir(repo)
+    lint(capsys, "docs")
+    assert (repo / ".electra-csc-cache").is_dir() and not (repo / "docs" / ".electra-csc-cache").exists()
+    assert len(fake.calls) == 2  # the second run, from the top, read what the first wrote
+
+
+def test_lists_bundles_and_oversized_files_are_not_read(fake, here, capsys, monkeypatch):
+    """A vocabulary or word list, a model bundle's folder: data, not prose (unless named); a file over the size cap
+    is reported with exit status 3."""
+    (here / "a.md").write_text(SLIP, encoding="utf-8")
+    (here / "vocab.txt").write_text("\n".join(["[PAD]", "以经", "在见", *[f"词{i}" for i in range(40)]]) + "\n",
+                                    encoding="utf-8")
+    (here / "notes.txt").write_text("他以经走了。\n" * 30, encoding="utf-8")  # sentences: prose
+    bundle = here / "models" / "mine"
+    (bundle / "lm").mkdir(parents=True)
+    for name in ("manifest.json", "ranker.json"):
+        (bundle / name).write_text("{}", encoding="utf-8")
+    (bundle / "lm" / "README.md").write_text(SLIP, encoding="utf-8")
+    code, out, err = lint(capsys, ".", "--format", "jsonl")
+    assert code == 1 and {r["path"] for r in map(json.loads, out.splitlines())} == {"a.md", "notes.txt"}
+    assert lint(capsys, "vocab.txt", "--format", "jsonl")[0] == 1  # named: read
+    monkeypatch.setattr("corrector.lint.walk.MAX_BYTES", 100)
+    code, out, err = lint(capsys, ".", "--format", "jsonl")
+    assert code == 3 and "notes.txt: not read: over" in err
+    assert {r["path"] for r in map(json.loads, out.splitlines())} == {"a.md"}
+
+
+def test_a_finding_on_a_very_long_line_shows_a_window(fake, here, capsys):
+    (here / "min.html").write_text("<p>" + "好" * 100_000 + "他以经走了" + "好" * 100_000 + "</p>", encoding="utf-8")
+    code, out, _ = lint(capsys, "min.html", "--format", "jsonl")
+    row = json.loads(out)
+    assert code == 1 and len(row["context"]) == 160 and row["context"][row["column"] - 1 - row["context_start"]] == "以"
+    code, out, _ = lint(capsys, "min.html")
+    assert len(out) < 1000

@@ -26,6 +26,7 @@ from .project_config import FileSettings, LintConfig
 from .walk import Target
 
 DIRECTIVE = re.compile(r"electra-csc:\s*(disable-next-line|disable-line|disable|enable)\b")
+CONTEXT_CHARS = 160  # a finding's context in a report: its line, or this many characters of it around the finding
 RULES = {"pinyin": "similar-sound", "shape": "similar-shape", "other": "context", "script": "traditional-character"}
 
 
@@ -55,10 +56,22 @@ class Finding:
         key = f"{self.path}\0{self.source}\0{self.target}\0{self.context.strip()}\0{self.column}"
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
+    @property
+    def snippet(self) -> tuple[str, int]:
+        """The context a report shows: the line, or CONTEXT_CHARS characters of a longer one around the finding (a
+        minified file's one line, say), and the finding's 1-based column in it."""
+        line = self.context
+        if len(line) <= CONTEXT_CHARS:
+            return line, self.column
+        start = max(0, min(self.column - 1 - CONTEXT_CHARS // 2, len(line) - CONTEXT_CHARS))
+        return line[start:start + CONTEXT_CHARS], self.column - start
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["alternatives"] = list(self.alternatives)
         out["rule"] = self.rule
+        out["context"], at = self.snippet
+        out["context_start"] = self.column - at  # where the context begins in the line (0: the whole line)
         return out
 
 

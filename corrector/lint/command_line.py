@@ -7,7 +7,7 @@
     cat page.md | python -m corrector lint - --stdin-filename page.md
 
 Exit status, in every format: 0 nothing found, 1 findings, 2 a usage, configuration, file or model error (one line
-on stderr).
+on stderr), 3 a file left out for its size (a warning line on stderr; name the file to read it).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .extract import kind_of
 from .project_config import ConfigError, find_config
 from .remote import RemoteError
 from .report import FORMATS, render
-from .walk import Target, WalkError, changed_since, targets
+from .walk import MAX_BYTES, Target, WalkError, changed_since, targets
 
 EXTRA_MODULES = {"markdown_it", "mdit_py_plugins", "linkify_it", "pygments", "pathspec", "tomli"}
 
@@ -108,18 +108,23 @@ def _run(args: argparse.Namespace) -> int:
         kind = kind_of(name)
         if kind is None:
             raise LintError(f"--stdin-filename {name}: not a kind of file that is read")
-        found = [Target(Path("-"), args.stdin_filename or "-", name, kind)]
+        found, too_large = [Target(Path("-"), args.stdin_filename or "-", name, kind)], []
     else:
         changed = changed_since(args.changed_since, Path.cwd()) if args.changed_since else None
-        found = targets(args.paths, config.root, config.include, (*config.exclude, *args.exclude),
-                        args.force_exclude, changed)
+        walked = targets(args.paths, config.root, config.include, (*config.exclude, *args.exclude),
+                         args.force_exclude, changed)
+        found, too_large = walked.targets, walked.too_large
     model = args.model or config.model
     bundle = _bundle_path(model) if not args.server else None
     cache = None
     if not args.no_cache and not stdin:
+        from corrector.runtime.user_cache import private_dir
+
         from .cache import FOLDER, Cache, bundle_fingerprint
 
-        cache = Cache(config.root / FOLDER, bundle_fingerprint(bundle) if bundle else f"server {args.server}")
+        folder = config.root / FOLDER if config.project else private_dir("lint")
+        if folder is not None:
+            cache = Cache(folder, bundle_fingerprint(bundle) if bundle else f"server {args.server}")
     progress = not args.no_progress and sys.stderr.isatty()
     checked = check(found, config, lambda: _corrector(args.server, bundle), report=report, cache=cache,
                     progress=progress)
@@ -127,6 +132,8 @@ def _run(args: argparse.Namespace) -> int:
         cache.save()
     for line in checked.errors:
         sys.stderr.write(f"error: {line}\n")
+    for shown in too_large:
+        sys.stderr.write(f"warning: {shown}: not read: over {MAX_BYTES // 1_000_000} MB (name it to read it)\n")
     findings = checked.findings
     if fix_at is not None:
         findings = [replace(f, fix=f.confidence >= fix_at) for f in findings]
@@ -140,12 +147,17 @@ def _run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"{f.path}:{f.line}:{f.column}: not fixed: the file changed since it was read\n")
         if args.diff:
             sys.stdout.write(done.diff)
-            return 2 if checked.errors else (1 if done.fixed else 0)
+            return _status(checked, too_large, bool(done.fixed))
         made = {id(f) for f in done.fixed}
         findings = [f for f in findings if id(f) not in made]
         sys.stderr.write(f"fixed {len(done.fixed)} of {len(done.fixed) + len(findings)}\n")
     _emit(args, findings, checked, model)
-    return 2 if checked.errors else (1 if findings else 0)
+    return _status(checked, too_large, bool(findings))
+
+
+def _status(checked: Checked, too_large: list[str], found: bool) -> int:
+    """2: a file could not be read; 3: a file was left out for its size; 1: something was found; 0: nothing."""
+    return 2 if checked.errors else 3 if too_large else 1 if found else 0
 
 
 def _emit(args: argparse.Namespace, findings: list[Any], checked: Checked, model: str | None) -> None:

@@ -85,6 +85,11 @@ class LintConfig:
     terms: int = MIN_COUNT  # a word written this often in the checked files is one of their terms (0: none)
     _applied: dict[tuple[int, ...], FileSettings] = field(default_factory=dict, init=False, compare=False, repr=False)
 
+    @property
+    def project(self) -> bool:
+        """Whether ``root`` is a project's (a configuration's folder or a repository's top), where its cache lives."""
+        return self.source is not None or (self.root / ".git").exists()
+
     def for_file(self, relative: str) -> FileSettings:
         """The settings of the file at ``relative`` (a path relative to ``root``, with /): worked out once for each
         set of overrides that match (their word files are read then), not once a file."""
@@ -107,7 +112,7 @@ def _spec(patterns: tuple[str, ...]) -> Any:
 
 def find_config(start: Path, explicit: Path | None = None, default_root: Path | None = None) -> LintConfig:
     """The configuration for files under ``start`` (``explicit``: that file); none found, the defaults, rooted at
-    ``default_root`` (else the current folder)."""
+    ``default_root``, else the top of the git repository ``start`` is in, else the current folder."""
     if explicit is not None:
         if not explicit.is_file():
             raise ConfigError(f"--config {explicit}: no such file")
@@ -123,7 +128,7 @@ def find_config(start: Path, explicit: Path | None = None, default_root: Path | 
             if path.is_file() and (table := _table(path)) is not None:
                 return _config(path, table)
         if (here / ".git").exists():
-            break
+            return _with_project_words(LintConfig(root=default_root.resolve() if default_root else here))
     return _with_project_words(LintConfig(root=(default_root or Path.cwd()).resolve()))
 
 

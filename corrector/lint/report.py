@@ -38,12 +38,13 @@ def _text(findings: Sequence[Finding], color: bool, files: int, **_: Any) -> str
     for f in findings:
         also = f"; or {'/'.join(f.alternatives)}" if f.alternatives else ""
         head = headline(f)[:-1] + also + ")"
-        line = f.context.expandtabs(1)
-        before = line[:f.column - 1]
+        context, column = f.snippet
+        line = context.expandtabs(1)
+        before = line[:column - 1]
         mark = " " * _width(before) + "^" * max(1, _width(f.source))
         if color:
             head = f"\x1b[1m{head}\x1b[0m"
-            line = before + f"\x1b[31;1m{f.source}\x1b[0m" + line[f.column - 1 + len(f.source):]
+            line = before + f"\x1b[31;1m{f.source}\x1b[0m" + line[column - 1 + len(f.source):]
             mark = f"\x1b[31m{mark}\x1b[0m"
         out += [head, f"    {line}", f"    {mark}"]
     n = len(findings)
@@ -77,7 +78,7 @@ def _sarif(findings: Sequence[Finding], version: str, model: str, **_: Any) -> s
             "message": {"text": f"{f.source} → {f.target} ({REASON_WORDS.get(f.reason, f.reason)}, confidence "
                                 f"{f.confidence:.2f}{also})"},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
-                                                "region": {**region, "snippet": {"text": f.context}}}}],
+                                                "region": {**region, "snippet": {"text": f.snippet[0]}}}}],
             "partialFingerprints": {"electraCsc/v1": f.fingerprint},
             "fixes": [{"description": {"text": f"Replace {f.source} with {f.target}"},
                        "artifactChanges": [{"artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},

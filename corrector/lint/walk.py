@@ -1,15 +1,18 @@
 """Which files to check: the paths given, folders walked as git sees them (``.gitignore``, ``.git/info/exclude`` and
 the global excludes, through ``git ls-files`` when the folder is in a repository; the ``.gitignore`` files read with
 ``pathspec`` otherwise), less ``.electra-csc-ignore`` and the ``exclude`` patterns, and only files of a kind that is
-read (``extract.kind_of``). A file named on the command line is checked even when excluded, unless
-``--force-exclude``."""
+read (``extract.kind_of``) and prose: a model bundle's folder (a ``manifest.json`` beside a ``ranker.json``) and a
+plain-text file that is a list (a vocabulary, a word list, a dictionary: ``word_list``) are data, not prose. A file
+over ``MAX_BYTES`` is not read either, but reported (``Walked.too_large``). A file named on the command line is
+checked even when excluded or not prose, unless ``--force-exclude``."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .extract import kind_of
@@ -27,13 +30,19 @@ class Target:
     kind: str
 
 
+@dataclass
+class Walked:
+    targets: list[Target]  # the files to check, each once, in a stable order
+    too_large: list[str] = field(default_factory=list)  # files over MAX_BYTES, as shown, not read
+
+
 class WalkError(Exception):
     """A path that does not exist or cannot be listed, said in one line."""
 
 
 def targets(paths: Iterable[Path], root: Path, include: Iterable[str] = (), exclude: Iterable[str] = (),
-            force_exclude: bool = False, changed: set[Path] | None = None) -> list[Target]:
-    """The files to check, each once, in a stable order."""
+            force_exclude: bool = False, changed: set[Path] | None = None) -> Walked:
+    """The files to check, each once, in a stable order, and those left out for their size."""
     from pathspec import GitIgnoreSpec  # the 'lint' extra
 
     ignore_lines = list(exclude)
@@ -43,6 +52,7 @@ def targets(paths: Iterable[Path], root: Path, include: Iterable[str] = (), excl
     excluded, included = GitIgnoreSpec.from_lines(ignore_lines), GitIgnoreSpec.from_lines(include)
     here = Path.cwd().resolve()
     seen: dict[Path, Target] = {}
+    too_large: set[str] = set()
     for given in paths:
         if not given.exists():
             raise WalkError(f"{given}: no such file or folder")
@@ -56,10 +66,45 @@ def targets(paths: Iterable[Path], root: Path, include: Iterable[str] = (), excl
                                                  (include and not included.match_file(relative))):
                 continue
             kind = kind_of(path.name)
-            if kind is None or (not named and _too_large(path)):
+            if kind is None or (not named and (_in_bundle(resolved.parent) or
+                                               (kind == "text" and word_list(path)))):
                 continue
-            seen[resolved] = Target(path, _shown(path, resolved, here), relative, kind)
-    return sorted(seen.values(), key=lambda t: t.shown)
+            shown = _shown(path, resolved, here)
+            if _too_large(path):
+                too_large.add(shown)
+                continue
+            seen[resolved] = Target(path, shown, relative, kind)
+    return Walked(sorted(seen.values(), key=lambda t: t.shown), sorted(too_large))
+
+
+LIST_LINES = 20  # a plain-text file of at least this many lines ...
+LIST_SHARE = 0.9  # ... this share of them short and without a sentence's punctuation is a list, not prose
+SENTENCE_MARKS = set("，。！？；：、,.!?;:")
+
+
+def word_list(path: Path, head: int = 65_536) -> bool:
+    """Whether the plain-text file at ``path`` is a list (a vocabulary, a word or stop-word list, a dictionary of
+    ``word freq tag`` lines), judged on its first ``head`` bytes: at least LIST_LINES lines, LIST_SHARE of them at
+    most 32 characters with no sentence punctuation."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(head).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) < LIST_LINES:
+        return False
+    listed = sum(1 for line in lines if len(line) <= 32 and not SENTENCE_MARKS & set(line))
+    return listed >= LIST_SHARE * len(lines)
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_bundle(folder: Path) -> bool:
+    """Whether ``folder`` (resolved) is inside a model bundle (a folder with ``manifest.json`` and ``ranker.json``)."""
+    for here in (folder, *folder.parents):
+        if (here / "manifest.json").is_file() and (here / "ranker.json").is_file():
+            return True
+    return False
 
 
 def _walk(folder: Path) -> Iterator[Path]:
