@@ -50,9 +50,9 @@ def test_exit_codes_and_the_text_format(fake, here, capsys):
     code, out, err = lint(capsys, "a.md", "--color", "never")
     assert code == 1 and err == ""
     lines = out.splitlines()
-    assert lines[0] == "a.md:3:2: 以→已 (0.95, pinyin; or 亦)"
+    assert lines[0] == "a.md:3:2: 以经→已经 (0.95, pinyin; or 亦)"
     assert lines[1:3] == ["    他以经走了，我们明天在见。", "      ^^"]  # wide characters: two columns each
-    assert lines[3] == "a.md:3:11: 在→再 (0.60, pinyin)"
+    assert lines[3] == "a.md:3:11: 在见→再见 (0.60, pinyin)"
     assert lines[-1] == "2 findings in 1 of 1 file (1 fixable with --fix)"
     assert lint(capsys, "clean.md")[0] == 0
     assert lint(capsys, "a.md", "--min-confidence", "0.9")[1].count("→") == 1
@@ -81,7 +81,7 @@ def test_machine_formats(fake, here, capsys):
     start = rd["diagnostics"][0]["location"]["range"]["start"]
     assert start == {"line": 3, "column": 4} and rd["diagnostics"][0]["suggestions"][0]["text"] == "已"  # UTF-8 bytes
     gh = lint(capsys, "a.md", "--format", "github")[1].splitlines()
-    assert gh[0].startswith("::warning file=a.md,line=3,col=2,endColumn=3,title=electra-csc (similar-sound)::以→已")
+    assert gh[0].startswith("::warning file=a.md,line=3,col=2,endColumn=3,title=electra-csc (similar-sound)::以经→已经")
 
 
 def test_sarif_validates_against_the_2_1_0_schema(fake, here, capsys):
@@ -108,7 +108,7 @@ def test_fix_changes_only_the_fixed_characters(fake, here, capsys, encoding, bom
     text = SLIP.replace("\n", newline)
     (here / "a.md").write_bytes(bom + text.encode(encoding))
     code, out, err = lint(capsys, "a.md", "--fix")
-    assert code == 1 and "fixed 1 of 2" in err and "在→再" in out  # the 0.6 one is reported, not fixed
+    assert code == 1 and "fixed 1 of 2" in err and "在见→再见" in out  # the 0.6 one is reported, not fixed
     assert (here / "a.md").read_bytes() == bom + text.replace("以经", "已经").encode(encoding)
     code, _, _ = lint(capsys, "a.md", "--fix", "--fix-confidence", "0.5")
     assert code == 0 and (here / "a.md").read_bytes() == bom + text.replace("以经", "已经").replace(
@@ -319,3 +319,22 @@ def test_a_finding_on_a_very_long_line_shows_a_window(fake, here, capsys):
     assert code == 1 and len(row["context"]) == 160 and row["context"][row["column"] - 1 - row["context_start"]] == "以"
     code, out, _ = lint(capsys, "min.html")
     assert len(out) < 1000
+
+
+def test_a_finding_shows_the_word_it_changes_and_fix_writes_whole_words(here, capsys, monkeypatch):
+    """Two edits in one word (题意 -> 提议): each finding shows the word; --fix writes both or neither."""
+    def run(texts: list[str], settings: dict) -> list[list[tuple]]:
+        out = []
+        for t in texts:
+            at = t.find("题意")
+            out.append([(at, "题", "提", 0.95, "pinyin", ()), (at + 1, "意", "议", 0.6, "pinyin", ())] if at >= 0
+                       else [])
+        return out
+    monkeypatch.setattr(command, "_corrector", lambda server, bundle: run)
+    (here / "a.md").write_text("简要题意如下。\n", encoding="utf-8")
+    out = lint(capsys, "a.md", "--color", "never")[1].splitlines()
+    assert out[0] == "a.md:1:3: 题意→提议 (0.95, pinyin)" and out[3] == "a.md:1:4: 题意→提议 (0.60, pinyin)"
+    code, _, err = lint(capsys, "a.md", "--fix")
+    assert code == 1 and "fixed 0 of 2" in err and (here / "a.md").read_text(encoding="utf-8") == "简要题意如下。\n"
+    lint(capsys, "a.md", "--fix", "--fix-confidence", "0.5")
+    assert (here / "a.md").read_text(encoding="utf-8") == "简要提议如下。\n"

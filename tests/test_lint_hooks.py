@@ -40,7 +40,7 @@ def test_pre_commit_hooks_report_and_fix(tmp_path):
     (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n")  # a staged file of no kind that is read
     report = subprocess.run([*entry(hooks["electra-csc"]), "page.md", "image.png"], cwd=tmp_path, env=env(),
                             capture_output=True, text=True)
-    assert report.returncode == 1 and report.stdout.startswith("page.md:3:2: 以→已"), report.stderr
+    assert report.returncode == 1 and report.stdout.startswith("page.md:3:2: 以经→已经"), report.stderr
     fixed = subprocess.run([*entry(hooks["electra-csc-fix"]), "page.md"], cwd=tmp_path, env=env(),
                            capture_output=True, text=True)
     assert fixed.returncode == 0 and page.read_text(encoding="utf-8") == SLIP.replace("以经", "已经"), fixed.stderr

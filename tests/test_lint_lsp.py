@@ -57,7 +57,7 @@ def test_diagnostics_code_actions_and_the_project_word_list(tmp_path, encoding, 
         params = await published.get()
         [d] = params.diagnostics
         assert (d.range.start.line, d.range.start.character, d.range.end.character) == (0, column, column + 1)
-        assert d.source == "electra-csc" and d.message.startswith("以→已")
+        assert d.source == "electra-csc" and d.message.startswith("以经→已经")
         actions = await client.text_document_code_action_async(types.CodeActionParams(
             types.TextDocumentIdentifier(uri), d.range, types.CodeActionContext([d])))
         titles = [a.title for a in actions]

@@ -72,6 +72,6 @@ def test_neovim_shows_the_diagnostic_and_applies_the_quick_fix(tmp_path):
                           text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.is_file(), (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
     seen = json.loads(result.read_text(encoding="utf-8"))
-    assert seen["source"] == "electra-csc" and seen["message"].startswith("以→已") and seen["lnum"] == 2
+    assert seen["source"] == "electra-csc" and seen["message"].startswith("以经→已经") and seen["lnum"] == 2
     assert seen["applied"] and "Replace 以 with 已" in seen["titles"]
     assert page.read_text(encoding="utf-8") == "# 标题\n\n他已经知道自己错了。\n"

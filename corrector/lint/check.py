@@ -15,7 +15,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from corrector.evidence.terms import recurring, term_counts
@@ -44,7 +44,15 @@ class Finding:
     reason: str
     alternatives: tuple[str, ...]
     context: str  # the line, without its ending
-    fix: bool  # at or above the fix confidence
+    fix: bool  # at or above the fix confidence, and so is every other finding in its word
+    word: str = ""  # the word it changes, as written (``words_of``; the character alone when it is no word's)
+    word_target: str = ""  # ... and as suggested, with every finding in it
+    word_column: int = 0  # the word's 1-based column
+
+    @property
+    def change(self) -> str:
+        """What a report shows: the word as written and as suggested (以经→已经), or the character alone."""
+        return f"{self.word or self.source}→{self.word_target or self.target}"
 
     @property
     def rule(self) -> str:
@@ -155,7 +163,51 @@ def findings_of(doc: Document, raws: Sequence[Raw], settings: FileSettings, repo
             continue
         out.append(Finding(doc.path, r.offset, line, column, r.source, r.target, r.confidence, r.reason,
                            r.alternatives, doc.line_text(line), r.confidence >= settings.fix))
+    return whole_words(words_of(out))
+
+
+def words_of(findings: Sequence[Finding]) -> list[Finding]:
+    """Each finding with the word it changes: the dictionary word (jieba's) of its line, as the findings in the line
+    would correct it, that holds it (以经 in 他以经走了, which reads 他/已经/走/了), else the word as written that
+    does (适用 for 适用→使用), else the character alone."""
+    from corrector.evidence.dictionary import tokenizer
+
+    by_line: dict[tuple[str, int], list[Finding]] = {}
+    for f in findings:
+        by_line.setdefault((f.path, f.line), []).append(f)
+    out = []
+    for group in by_line.values():
+        written = group[0].context
+        chars = list(written)
+        for f in group:
+            if written[f.column - 1:f.column - 1 + len(f.source)] == f.source and len(f.source) == len(f.target):
+                chars[f.column - 1:f.column - 1 + len(f.source)] = list(f.target)
+        corrected = "".join(chars)
+        spans = [_spans(tokenizer().lcut(text, HMM=False)) for text in (corrected, written)]
+        for f in group:
+            at = f.column - 1
+            start, end = next(((s, e) for found in spans for s, e in found if s <= at < e and e - s > 1),
+                              (at, at + len(f.source)))
+            out.append(replace(f, word=written[start:end], word_target=corrected[start:end], word_column=start + 1))
+    return sorted(out, key=lambda f: (f.path, f.offset))
+
+
+def _spans(tokens: list[str]) -> list[tuple[int, int]]:
+    out, at = [], 0
+    for t in tokens:
+        out.append((at, at + len(t)))
+        at += len(t)
     return out
+
+
+def whole_words(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` (with their words) with ``fix`` kept only where every finding of the same word has it: a fix
+    writes a word's changes together or none of them, never half a word."""
+    fixable: dict[tuple[str, int, int], bool] = {}
+    for f in findings:
+        key = (f.path, f.line, f.word_column)
+        fixable[key] = fixable.get(key, True) and f.fix
+    return [f if f.fix == fixable[(f.path, f.line, f.word_column)] else replace(f, fix=False) for f in findings]
 
 
 def settings_key(settings: FileSettings, kind: str, report: float | None, terms: Sequence[str] = ()) -> str:

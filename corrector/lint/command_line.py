@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .check import Checked, Correct, check, corrector_pass
+from .check import Checked, Correct, check, corrector_pass, whole_words
 from .document import DocumentError
 from .extract import kind_of
 from .project_config import ConfigError, find_config
@@ -136,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"warning: {shown}: not read: over {MAX_BYTES // 1_000_000} MB (name it to read it)\n")
     findings = checked.findings
     if fix_at is not None:
-        findings = [replace(f, fix=f.confidence >= fix_at) for f in findings]
+        findings = whole_words([replace(f, fix=f.confidence >= fix_at) for f in findings])
     if args.baseline is not None:
         findings = _baseline(args.baseline, findings, args.update_baseline)
     if args.fix or args.diff:

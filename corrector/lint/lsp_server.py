@@ -147,7 +147,7 @@ def create_server() -> Any:
         return types.Diagnostic(
             range=types.Range(doc.client_position_at_offset(f.offset),
                               doc.client_position_at_offset(f.offset + len(f.source))),
-            message=f"{f.source}→{f.target} ({REASON_WORDS.get(f.reason, f.reason)}, {f.confidence:.2f}{also})",
+            message=f"{f.change} ({REASON_WORDS.get(f.reason, f.reason)}, {f.confidence:.2f}{also})",
             severity=types.DiagnosticSeverity.Warning, source=SOURCE, code=f.rule,
             data={"offset": f.offset, "target": f.target, "alternatives": list(f.alternatives), "fix": f.fix})
 

@@ -26,7 +26,7 @@ def render(fmt: str, findings: Sequence[Finding], *, version: str = "", model: s
 
 
 def headline(f: Finding) -> str:
-    return f"{f.path}:{f.line}:{f.column}: {f.source}→{f.target} ({f.confidence:.2f}, {f.reason})"
+    return f"{f.path}:{f.line}:{f.column}: {f.change} ({f.confidence:.2f}, {f.reason})"
 
 
 def _width(s: str) -> int:
@@ -75,7 +75,7 @@ def _sarif(findings: Sequence[Finding], version: str, model: str, **_: Any) -> s
         also = f"; or {', '.join(f.alternatives)}" if f.alternatives else ""
         results.append({
             "ruleId": f.rule, "ruleIndex": index.get(f.rule, 0), "level": "warning",
-            "message": {"text": f"{f.source} → {f.target} ({REASON_WORDS.get(f.reason, f.reason)}, confidence "
+            "message": {"text": f"{f.change.replace('→', ' → ')} ({REASON_WORDS.get(f.reason, f.reason)}, confidence "
                                 f"{f.confidence:.2f}{also})"},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
                                                 "region": {**region, "snippet": {"text": f.snippet[0]}}}}],
@@ -102,7 +102,7 @@ def _rdjson(findings: Sequence[Finding], **_: Any) -> str:
         span = {"start": {"line": f.line, "column": byte_col(f, f.column)},
                 "end": {"line": f.line, "column": byte_col(f, f.column + len(f.source))}}
         diagnostics.append({
-            "message": f"{f.source}→{f.target} ({REASON_WORDS.get(f.reason, f.reason)}, confidence {f.confidence:.2f})",
+            "message": f"{f.change} ({REASON_WORDS.get(f.reason, f.reason)}, confidence {f.confidence:.2f})",
             "location": {"path": f.path, "range": span}, "severity": "WARNING",
             "code": {"value": f.rule, "url": INFO_URI}, "suggestions": [{"range": span, "text": f.target}],
             "original_output": headline(f)})
@@ -122,5 +122,5 @@ def _github(findings: Sequence[Finding], **_: Any) -> str:
     return "".join(
         f"::warning file={_escape_property(f.path)},line={f.line},col={f.column},endColumn={f.column + len(f.source)},"
         f"title={_escape_property(f'{TOOL} ({f.rule})')}::"
-        f"{_escape_data(f'{f.source}→{f.target} (confidence {f.confidence:.2f}, {REASON_WORDS.get(f.reason, f.reason)})')}\n"
+        f"{_escape_data(f'{f.change} (confidence {f.confidence:.2f}, {REASON_WORDS.get(f.reason, f.reason)})')}\n"
         for f in findings)
