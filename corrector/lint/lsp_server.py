@@ -22,7 +22,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .check import Correct, EditRow, Finding, corrector_pass, findings_of, raw_edits, settings_key
+from corrector.evidence.terms import recurring, term_counts
+
+from .check import (
+    Correct,
+    EditRow,
+    Finding,
+    corrector_pass,
+    findings_of,
+    raw_edits,
+    settings_key,
+    whole_words,
+)
 from .document import Document
 from .extract import blocks_of, kind_of
 from .project_config import FILE_NAMES, WORDS_FILE, ConfigError, LintConfig, find_config
@@ -129,15 +140,17 @@ def create_server() -> Any:
             relative = path.name
         settings = state.config.for_file(relative)
         report = state.confidence("minConfidence")
-        key = settings_key(settings, kind, report)
         blocks = blocks_of(document, kind, settings.parts)
-        edits = await state.corrected([b.text for b in blocks], key, settings.decoding(report))
+        texts = [b.text for b in blocks]
+        terms = recurring(term_counts(texts), state.config.terms)  # the document's own terms (check.py: a tree's)
+        key = settings_key(settings, kind, report, terms)
+        edits = await state.corrected(texts, key, {**settings.decoding(report), **({"terms": terms} if terms else {})})
         if ls.workspace.get_text_document(uri).version != version:
             return  # changed meanwhile: the newer check publishes
         raws = raw_edits(blocks, document, edits)
         fix = state.confidence("fixConfidence")
-        found = [f if fix is None else replace(f, fix=f.confidence >= fix)
-                 for f in findings_of(document, raws, settings, report)]
+        found = whole_words([f if fix is None else replace(f, fix=f.confidence >= fix)
+                             for f in findings_of(document, raws, settings, report)])
         state.findings[uri] = found
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=version, diagnostics=[diagnostic(doc, f) for f in found]))
