@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> None:
                "judged": sum(v is not None for v in verdicts), "slips": verdicts.count("slip"),
                "false": verdicts.count("false"), "missed": missed, "wall_s": round(wall, 1),
                "chars_per_cpu_s": round(chars / cpu) if cpu else 0, "planted": by_kind,
-               "planted_found": sum(f for f, _ in by_kind.values()), "planted_all": len(planted)}
+               "planted_found": sum(f for f, _ in by_kind.values()), "planted_all": len(planted),
+               "planted_slips": planted}
         rows.append(row)
         print(f"| {row['tree']} | {row['files']} | {chars:,} | {row['findings']} | {row['per_10k']} | {row['judged']} | "
               f"{row['slips']} | {row['false']} | {missed} | {row['planted_found']} of {len(planted)} ("

@@ -1,7 +1,8 @@
 """Keep-as-written rules ("guards"): one protocol, ``Guard``, with a hook for each stage that applies guards.
 
 - ``protect`` (``prepare``): the characters of a text no edit may touch: the caller's words (``protect``), the
-  document's own terms where the text's segmentation makes them words (``terms``), the words of the domain the bundle was adapted to (``protect_domain_words``), foreign names (``protect_foreign_names``),
+  document's own terms where the text's segmentation makes them words (``terms``), traditional words in simplified
+  text (``protect_traditional_words``), the words of the domain the bundle was adapted to (``protect_domain_words``), foreign names (``protect_foreign_names``),
   multi-character dictionary words (``protect_dictionary_words``). Such a
   character is no site at all.
 - ``veto`` (``decide``, in each round): a site's best edit is not made: it would only change the character's script
@@ -28,7 +29,7 @@ from typing import ClassVar
 from corrector.config import CorrectorConfig, Words
 from corrector.evidence.foreign_names import foreign_name_positions, name_chars
 from corrector.stages import Chunk
-from corrector.text.script import Normalised, mainland_form, regional_form
+from corrector.text.script import Normalised, mainland_form, regional_form, traditional_only
 from corrector.types import CorrectorError
 
 REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many characters either side of it
@@ -66,6 +67,7 @@ class Guard:
     name: ClassVar[str]
     reason: ClassVar[str]
     as_written: ClassVar[bool] = False  # protect also reads simplified text as written (see Protections.positions)
+    simplified_only: ClassVar[bool] = False  # protect reads simplified text only (traditional text is not its case)
 
     def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
         """``prepare``: the positions of ``text`` (one reading of it) that no edit may touch."""
@@ -147,6 +149,33 @@ class DictionaryWords(Guard):
         return out
 
 
+class TraditionalWords(Guard):
+    name = "protect_traditional_words"
+    reason = "written in traditional script on purpose"
+    as_written = True
+    simplified_only = True
+
+    def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
+        """In simplified text, traditional characters written on purpose: two or more in a row (a name or a
+        quotation in its own script: 演算法筆記, 「資訊」), or any in a text with kana (Japanese: 日本情報オリンピック).
+        A lone one among simplified characters stays a slip of script (客戶端)."""
+        if not (cfg.protect_traditional_words and text):
+            return set()
+        marked = [traditional_only(c) for c in text]
+        if not any(marked):
+            return set()
+        if any("\u3040" <= c <= "\u30ff" for c in text):
+            return {i for i, m in enumerate(marked) if m}
+        out: set[int] = set()
+        start = 0
+        for i, m in enumerate([*marked, False]):
+            if not m:
+                if i - start >= 2:
+                    out.update(range(start, i))
+                start = i + 1
+        return out
+
+
 class RegionalForms(Guard):
     name = "protect_regional_forms"
     reason = "kept: {best} would only write the word another region's way (protect_regional_forms)"
@@ -180,7 +209,7 @@ class Script(Guard):
 
 
 GUARDS: tuple[Guard, ...] = (CallerWords(), Terms(), DomainWords(), ForeignNames(), DictionaryWords(),
-                             RegionalForms(), UnreliablePairs(), Script())
+                             TraditionalWords(), RegionalForms(), UnreliablePairs(), Script())
 NAMED: dict[str, Guard] = {g.name: g for g in GUARDS}
 
 
@@ -226,6 +255,8 @@ class Protections:
 
     def _found(self, text: Normalised, guard: Guard, cfg: CorrectorConfig) -> set[int]:
         """What ``guard`` protects in the readings of ``text`` it judges."""
+        if guard.simplified_only and not text.mainland:
+            return set()
         if text.simplified == text.original:
             return guard.protect(text.original, cfg, self)
         found = {p for p in guard.protect(text.simplified, cfg, self) if not text.stray(p)}

@@ -147,3 +147,22 @@ def test_terms_keep_a_word_where_the_text_segments_it(fake_forced):
     assert not edited(c) & {3, 4}
     assert {7, 8} <= edited(c)
     assert not edited(fake_forced.correct(text, protect=["国人"])) & {7, 8}  # unlike protect
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("推荐演算法筆記这个网站", {5, 6}),  # two traditional characters in a row: a name in its own script
+    ("这个词们说是「資訊」的意思", {7, 8}),
+    ("这个比赛们叫日本情報オリンピック", {9}),  # kana: Japanese, whose forms are its own
+    ("这是一个客戶端程序", set()),  # a lone one among simplified characters is a slip of script
+    ("我們一起去吃飯吧", set()),  # traditional text is corrected in its own script
+])
+def test_traditional_words_in_simplified_text_are_kept(text, kept):
+    from corrector.config import CorrectorConfig
+    from corrector.guards import Protections
+    from corrector.text.script import normalise
+
+    positions = Protections({}).positions(normalise(text, [(0, len(text))]), CorrectorConfig())
+    assert {p for p, g in positions.items() if g == "protect_traditional_words"} == kept
+    off = Protections({}).positions(normalise(text, [(0, len(text))]),
+                                    CorrectorConfig(protect_traditional_words=False))
+    assert "protect_traditional_words" not in off.values()
