@@ -255,8 +255,8 @@ class Protections:
 
     def _found(self, text: Normalised, guard: Guard, cfg: CorrectorConfig) -> set[int]:
         """What ``guard`` protects in the readings of ``text`` it judges."""
-        if guard.simplified_only and not text.mainland:
-            return set()
+        if guard.simplified_only and (not text.mainland or text.simplified == text.original):
+            return set()  # traditional text, or simplified text with no traditional character in it
         if text.simplified == text.original:
             return guard.protect(text.original, cfg, self)
         found = {p for p in guard.protect(text.simplified, cfg, self) if not text.stray(p)}

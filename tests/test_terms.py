@@ -33,7 +33,8 @@ def test_recurring_terms_are_sorted_and_counted_from_min_count():
 
 
 def test_a_word_with_a_far_commoner_rival_is_no_term():
-    """此事 beside a far commoner 此时 (one character away) is more likely a slip of it; 结点 beside 节点 is a term."""
-    counts = Counter({"此事": 3, "此时": 240, "结点": 1452, "节点": 2180, "无须": 46, "无需": 2})
-    assert set(recurring(counts)) == {"无须", "结点", "此时", "节点"}  # 无需 (2) is written too rarely
+    """此事 beside a far commoner 此时 (one sound-alike character away) is more likely a slip of it; 结点 beside 节点
+    is a term, and so is 队首 beside 队尾 (首 and 尾 do not sound alike)."""
+    counts = Counter({"此事": 3, "此时": 240, "结点": 1452, "节点": 2180, "无须": 46, "无需": 2, "队首": 5, "队尾": 50})
+    assert set(recurring(counts)) == {"无须", "结点", "此时", "节点", "队首", "队尾"}  # 无需 (2): too rarely
     assert "此事" in recurring(counts, rival_ratio=100)

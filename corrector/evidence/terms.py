@@ -17,15 +17,17 @@ depend on the order the files are read in.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from corrector.text.chars import is_cjk
 
 MIN_COUNT = 3  # a word written this often in the document or tree is one of its terms ...
-RIVAL_RATIO = 4  # ... unless it writes a word one character away (its rival) more than this many times as often:
+RIVAL_RATIO = 2  # ... unless it writes a rival (a word one sound-alike character away) more than twice as often:
 #                  此事 written 3 times beside 此时 240 times is more likely a slip of it than a term; 结点 1,452 times
-#                  beside 节点 2,180 times is the author's term
+#                  beside 节点 2,180 times is the author's term (chosen on six documentation trees' judged findings:
+#                  docs/experiments/2026-12-trusted-text.md)
 
 
 def words(text: str) -> Iterator[tuple[int, str]]:
@@ -51,25 +53,26 @@ def term_counts(texts: Iterable[str]) -> Counter[str]:
 def recurring(counts: Counter[str] | dict[str, int], min_count: int = MIN_COUNT,
               rival_ratio: float = RIVAL_RATIO) -> tuple[str, ...]:
     """The document's terms, sorted, as the ``terms`` setting takes them: the words written at least ``min_count``
-    times, less those with a rival (a word of ``counts`` that differs in one character) written more than
-    ``rival_ratio`` times as often."""
+    times, less those with a rival written more than ``rival_ratio`` times as often. A rival is a word of ``counts``
+    one character away whose other character sounds the same (toneless pinyin, as an IME types it: 此事 and 此时,
+    not 队首 and 队尾)."""
     if min_count < 1:
         return ()
-    best: dict[str, list[tuple[int, str]]] = {}  # a word with one character blanked -> its two most written words
+    groups: dict[str, list[tuple[int, str]]] = {}  # a word with one character blanked -> the words written so
     for w, n in counts.items():
         for i in range(len(w)):
-            top = best.setdefault(w[:i] + "\0" + w[i + 1:], [])
-            top.append((n, w))
-            top.sort(reverse=True)
-            del top[2:]
+            groups.setdefault(w[:i] + "\0" + w[i + 1:], []).append((n, w))
 
-    def rival(w: str) -> int:
-        out = 0
-        for i in range(len(w)):
-            for n, other in best[w[:i] + "\0" + w[i + 1:]]:
-                if other != w:
-                    out = max(out, n)
-                    break
-        return out
+    def rivalled(w: str, n: int) -> bool:
+        return any(m > rival_ratio * n and sounds(w[i]) & sounds(other[i])
+                   for i in range(len(w)) for m, other in groups[w[:i] + "\0" + w[i + 1:]] if other != w)
 
-    return tuple(sorted(w for w, n in counts.items() if n >= min_count and rival(w) <= rival_ratio * n))
+    return tuple(sorted(w for w, n in counts.items() if n >= min_count and not rivalled(w, n)))
+
+
+@functools.lru_cache(maxsize=65536)
+def sounds(char: str) -> frozenset[str]:
+    """The readings of ``char`` without tones (all of a heteronym's)."""
+    from pypinyin import Style, pinyin
+
+    return frozenset(pinyin(char, style=Style.NORMAL, heteronym=True)[0])
