@@ -338,3 +338,11 @@ def test_a_finding_shows_the_word_it_changes_and_fix_writes_whole_words(here, ca
     assert code == 1 and "fixed 0 of 2" in err and (here / "a.md").read_text(encoding="utf-8") == "简要题意如下。\n"
     lint(capsys, "a.md", "--fix", "--fix-confidence", "0.5")
     assert (here / "a.md").read_text(encoding="utf-8") == "简要提议如下。\n"
+
+
+def test_through_a_service_each_request_sends_the_terms_its_texts_write():
+    from corrector.lint import remote
+
+    settings = {"threshold": 0.5, "terms": ("移项", "结点", "题意")}
+    assert remote._for(["根结点", "简要题意"], settings) == {"threshold": 0.5, "terms": ["结点", "题意"]}
+    assert remote._for(["别的"], settings) == {"threshold": 0.5}

@@ -225,7 +225,6 @@ class Checked:
     files: int
     chars: int  # characters of prose corrected (cache misses)
     cached: int  # files answered from the cache
-    terms: int = 0  # the checked files' own terms (words written at least ``LintConfig.terms`` times in them)
 
 
 @dataclass
@@ -301,7 +300,7 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
                 if cache is not None:
                     cache.put(key, found)
     findings = [x for f in files for x in findings_of(f.doc, raws.get(f.target.shown, []), f.settings, report)]
-    return Checked(findings, docs, errors, len(docs), chars, cached, len(terms))
+    return Checked(findings, docs, errors, len(docs), chars, cached)
 
 
 def _word_counts(f: _File, cache: Any) -> Counter[str]:

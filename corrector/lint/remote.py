@@ -13,6 +13,7 @@ from .check import Correct, EditRow
 
 MAX_TEXTS = 64
 MAX_CHARS = 90_000
+MAX_LIST = 1000  # words of a request's word list (the service's limit)
 RETRIES = 5
 
 
@@ -51,8 +52,29 @@ def remote_pass(url: str) -> Correct:
                 part.append(texts[i])
                 size += len(texts[i])
                 i += 1
-            for result in post(part, settings):
+            while len(part) > 1 and len(_written(part, settings)) > MAX_LIST:  # fewer texts, fewer of the terms
+                back = len(part) // 2
+                part, i = part[:-back], i - back
+            for result in post(part, _for(part, settings)):
                 out.append([(e["position"], e["source"], e["target"], e["confidence"], e["reason"], ())
                             for e in result["edits"]])
         return out
     return run
+
+
+def _written(texts: list[str], settings: dict[str, Any]) -> list[str]:
+    """The tree's terms (``settings``' ``terms``) that ``texts`` write."""
+    joined = "\n".join(texts)
+    return [w for w in settings.get("terms") or () if w in joined]
+
+
+def _for(texts: list[str], settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` for a request of ``texts``: of the tree's terms, those the texts write (the others keep nothing
+    in them), so that a request's list stays within the service's limit."""
+    if not settings.get("terms"):
+        return settings
+    written = _written(texts, settings)
+    if len(written) > MAX_LIST:
+        raise RemoteError(f"one text writes {len(written)} of the files' terms, more than the service takes in a "
+                          f"request ({MAX_LIST}): check it without --server, or set terms = 0")
+    return {**settings, "terms": written} if written else {k: v for k, v in settings.items() if k != "terms"}
