@@ -247,8 +247,8 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
     (a cached run loads no model).
 
     First the files' own terms (``corrector.evidence.terms``): every file's word counts (cached by its bytes),
-    summed over the files checked, whatever their order; the words written at least ``config.terms`` times are
-    kept as written (the ``terms`` setting) in every file. A file's answer depends on its bytes, its settings and
+    summed over the files checked, whatever their order; the words written at least ``config.terms`` times (less
+    those a far commoner rival unseats: ``recurring``) are kept as written (the ``terms`` setting) in every file. A file's answer depends on its bytes, its settings and
     the terms it writes, so its cache entry is keyed by those."""
     docs: dict[str, Document] = {}
     errors: list[str] = []
