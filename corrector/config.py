@@ -49,9 +49,9 @@ class CorrectorConfig:
         0.0, "never edit inside a run of 3 or more characters that the corpus writes inside dot-joined foreign names "
         "at least this share of the time (柯林顿, 哈玛斯); 0: off", lo=0.0, hi=1.0)
     protect_traditional_words: bool = setting(
-        True, "in simplified text, never edit traditional characters written on purpose: two or more in a row (a "
+        False, "in simplified text, never edit traditional characters written on purpose: two or more in a row (a "
         "name or a quotation in its own script: 演算法筆記), or any in a text with kana (Japanese); a lone one stays a "
-        "slip of script (客戶端 -> 客户端)")
+        "slip of script (客戶端 -> 客户端); python -m corrector lint turns it on")
     protect_regional_forms: bool = setting(
         True, "never make an edit that only writes a word another region's way (计划/计画, 艾滋/爱滋); in simplified "
         "text an edit to the mainland's form is made")

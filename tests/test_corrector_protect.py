@@ -161,8 +161,8 @@ def test_traditional_words_in_simplified_text_are_kept(text, kept):
     from corrector.guards import Protections
     from corrector.text.script import normalise
 
-    positions = Protections({}).positions(normalise(text, [(0, len(text))]), CorrectorConfig())
+    positions = Protections({}).positions(normalise(text, [(0, len(text))]),
+                                          CorrectorConfig(protect_traditional_words=True))
     assert {p for p, g in positions.items() if g == "protect_traditional_words"} == kept
-    off = Protections({}).positions(normalise(text, [(0, len(text))]),
-                                    CorrectorConfig(protect_traditional_words=False))
+    off = Protections({}).positions(normalise(text, [(0, len(text))]), CorrectorConfig())  # the library's default
     assert "protect_traditional_words" not in off.values()

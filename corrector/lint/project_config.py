@@ -40,6 +40,7 @@ else:  # pragma: no cover
 FILE_NAMES = (".electra-csc.toml", "pyproject.toml")
 WORDS_FILE = ".electra-csc-words.txt"  # the project's own words, kept as written (the editor's "ignore" writes here)
 FIX_CONFIDENCE = 0.9  # where about nine edits in ten are right: the confidences are calibrated probabilities
+PUBLISHED = (("protect_traditional_words", True),)  # decoding settings for published text, unless configured
 PER_FILE = {"report", "fix", "parts", "protect", "protect-files", "confusions", "settings"}
 KEYS = PER_FILE | {"model", "include", "exclude", "overrides", "terms"}
 
@@ -57,7 +58,7 @@ class FileSettings:
     parts: tuple[str, ...] = ("comments", "strings")
     protect: tuple[str, ...] = ()
     confusions: tuple[tuple[str, str], ...] = ()
-    settings: tuple[tuple[str, Any], ...] = ()  # decoding settings, sorted by name
+    settings: tuple[tuple[str, Any], ...] = PUBLISHED  # decoding settings, sorted by name
 
     def decoding(self, report: float | None = None) -> dict[str, Any]:
         """The corrector's settings for this file's texts (``report``: the command line's report confidence, which
