@@ -23,13 +23,15 @@ from starlette.routing import Mount, Route
 
 from corrector import CorrectorError
 
+from .accept_errors import throttled
 from .access import AccessMiddleware, RateLimiter
 from .batching import Runner
 from .body_guard import BodyGuardMiddleware
 from .cost import measure_rate
+from .descriptors import descriptor_cap, open_files_limit
 from .errors import JSONResponse, install_error_handlers, server_maxima
 from .metrics import Metrics, MetricsMiddleware
-from .protocol import ConnectionCapMiddleware
+from .protocol import COUNT_REFUSED
 from .request_id import RequestIdMiddleware
 from .routes import (
     JSON_ROUTES,
@@ -44,6 +46,7 @@ from .schemas import max_json_values
 from .settings import ServiceSettings
 from .shutdown_guard import ShutdownGuardMiddleware
 from .unexpected_errors import UnexpectedErrorMiddleware
+from .upgrade_refusal import UpgradeRefusalMiddleware
 from .work import SupportsWorkUnits
 
 log = logging.getLogger("service")
@@ -101,8 +104,9 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
     metrics = Metrics()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+        throttled(asyncio.get_running_loop())  # a flood of accept errors is one line per interval
         fixer = corrector if corrector is not None else await asyncio.to_thread(load_corrector, settings)
         rate = await asyncio.to_thread(model_speed, fixer, settings)
         gc.freeze()  # the model's objects live as long as the process: no collection walks them again
@@ -112,12 +116,15 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
         provider, precision, reason = fixer.networks.provider, fixer.networks.precision, fixer.networks.provider_reason
         metrics.model_info.labels(fixer.name, fixer.version, provider, precision).set(1)
         app.state.corrector, app.state.runner = fixer, runner
-        log.info("model %s (%s) on %s%s (%s graphs); micro-batching %s; admission at %s cost characters per second",
-                 fixer.name, fixer.version, provider, f": {reason}" if reason else "", precision,
+        files = open_files_limit()
+        log.info("model %s (%s) on %s%s (%s graphs); micro-batching %s; admission at %s cost characters per second; "
+                 "%s file descriptors, at most %d connections", fixer.name, fixer.version, provider,
+                 f": {reason}" if reason else "", precision,
                  f"on (max {settings.max_batch_size} texts, {settings.max_wait_ms:g} ms)" if settings.batching
-                 else "off", f"{rate:,.0f}")
-        try:
-            yield
+                 else "off", f"{rate:,.0f}", "unlimited" if files is None else f"{files:,}",
+                 descriptor_cap(settings.max_connections))
+        try:  # the connection layer counts the connections it refuses (service.protocol)
+            yield {COUNT_REFUSED: lambda cap: metrics.connections_refused.labels(cap).inc()}
         finally:
             app.state.corrector = app.state.runner = None  # /ready says 503 from here on
             await runner.stop(timeout=2.0)  # uvicorn already waited for the requests in flight
@@ -146,8 +153,8 @@ def create_app(settings: ServiceSettings | None = None, *, corrector: SupportsWo
         Middleware(RequestIdMiddleware, access_log=settings.access_log),  # every log line below has the request's ID
         Middleware(MetricsMiddleware, metrics=metrics, known_paths=known_paths(app), mounts=mount_paths(app)),
         Middleware(UnexpectedErrorMiddleware),
-        Middleware(ConnectionCapMiddleware, refused=lambda cap: metrics.connections_refused.labels(cap).inc()),
         Middleware(ShutdownGuardMiddleware),
+        Middleware(UpgradeRefusalMiddleware),
         *([Middleware(AccessMiddleware, keys=keys, protected=KEYED_PATHS, limiter=limiter, limited=LIMITED_ROUTES)]
           if keys or limiter is not None else []),
         Middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, json_routes=JSON_ROUTES,

@@ -211,6 +211,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> None
     import uvicorn
 
     from .app import ModelLoadError, create_app, load_corrector, model_speed
+    from .descriptors import raise_open_files_limit
     from .protocol import GuardedH11Protocol, protocol_for
 
     logging.config.dictConfig(log_config(settings.log_level))
@@ -221,6 +222,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> None
             settings = settings.model_copy(update={"measured_chars_per_s": rate})
     except ModelLoadError as e:
         fail(str(e))
+    before, after = raise_open_files_limit()  # workers inherit it
+    if before != after:
+        log.info("file descriptors: soft limit raised from %s to %s", f"{before:,}" if before else "unlimited",
+                 f"{after:,}" if after else "unlimited")
     if not keys and not is_loopback(settings.host):
         log.warning("listening on %s without API keys: anyone who can reach this port can use the service "
                     "(see docs/service.md, 'Exposed deployments')", settings.host)
@@ -229,6 +234,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> None
         "log_config": log_config(settings.log_level), "access_log": False,  # service.access writes it, with the ID
         "timeout_graceful_shutdown": max(1, round(settings.shutdown_timeout_s)),
         "timeout_keep_alive": settings.keep_alive_s, "proxy_headers": False, "server_header": False,
+        "ws": "none",  # no WebSocket endpoint (service.upgrade_refusal)
     }
     if settings.workers > 1:
         del corrector  # each worker loads its own; the measured speed travels in CSC_COST_CHARS_PER_S

@@ -19,6 +19,7 @@ from prometheus_client import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .asgi import HttpMiddleware
+from .log_text import loggable, logged_path
 
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -57,7 +58,7 @@ class Metrics:
                                registry=r)
         self.refused = Counter("csc_refused", "Requests refused before any work (cost, busy) or ended after units "
                                "that showed them late (slow, late), by reason", ["reason"], registry=r)
-        self.connections_refused = Counter("csc_connections_refused", "Requests answered 503 on a connection over a "
+        self.connections_refused = Counter("csc_connections_refused", "Connections answered 503 at once, over a "
                                            "cap, by cap (server, client)", ["cap"], registry=r)
 
     def observe_batch(self, size: int, seconds: float) -> None:
@@ -129,7 +130,8 @@ class MetricsMiddleware(HttpMiddleware):
             if status is None:  # no answer: the client left (e.g. in the middle of its upload), or the app failed
                 status = CLIENT_GONE if gone else 500
                 if gone:
-                    log.info("%s %s: the client disconnected before the answer", scope["method"], scope["path"])
+                    log.info("%s %s: the client disconnected before the answer", loggable(scope["method"]),
+                             logged_path(scope))
             scope[STATUS_KEY] = status
             m = self.metrics
             m.requests.labels(route, method_label(scope["method"]), str(status)).inc()

@@ -3,14 +3,20 @@
 * **Header timeout.** From the moment a connection opens, or its previous response ends, the next request's
   headers must be complete within ``header_timeout_s``; a client that trickles them slowly gets a JSON 408
   and the connection is closed (uvicorn's keep-alive timeout only covers a connection that sends nothing).
-* **Connection caps.** Beyond ``max_connections`` open connections, or ``max_connections_per_client`` from one
-  address, a new connection's request is answered with a JSON 503 (``Retry-After: 1``) and the connection is
-  closed: one client cannot hold every slot. The answer goes through the app's middleware (``REFUSED``), so it
-  is counted in /metrics and has a request ID; the log gets at most one line about it every ``LOG_EVERY_S``.
+* **Connection caps.** Beyond ``max_connections`` accepted connections, or ``max_connections_per_client`` from one
+  address, a new connection is answered at once with a JSON 503 (``Retry-After: 1``, a request ID) and closed:
+  one client cannot hold every slot, nor the server's file descriptors (what it sends is read and dropped for
+  at most ``LINGER_S``, so that the answer is not lost to a reset). Refusals are counted in /metrics through the
+  app's lifespan state (``COUNT_REFUSED``); the log gets at most one line about them every ``LOG_EVERY_S``. The
+  server's cap stays below the file descriptors the process may open (``descriptor_cap``).
 * **Header size.** Request headers larger than h11's limit (16 KiB) get a 431, whether they arrive in pieces
   (h11's own check) or in one segment.
 * **Protocol errors as JSON.** A request h11 cannot parse gets ``{"detail": "invalid HTTP request: ..."}``
   (400, or 431 for oversized headers) instead of uvicorn's plain text.
+* **No protocol switch.** The service has no WebSocket endpoint: a request asking to upgrade stays an HTTP
+  request (``upgrade_refusal`` answers a WebSocket one with a JSON 400), so its connection is released like any
+  other, whichever WebSocket library is installed, and uvicorn's two warning lines per such request are not written.
+* **Absolute-form targets.** ``POST http://host/correct`` is ``POST /correct`` (RFC 9112 3.2.2).
 * **Ambiguous framing refused.** A request with both Content-Length and Transfer-Encoding is a 400 and the
   connection is closed (RFC 9112 6.1: the way request smuggling starts).
 
@@ -25,26 +31,28 @@ import collections
 import json
 import math
 import re
+import uuid
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import h11
 from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
-from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-from .asgi import HttpMiddleware
+from .descriptors import descriptor_cap
 from .settings import ServiceSettings
 
 MAX_REASON = 200  # characters of h11's reason kept in the answer
 
 
-REFUSED = "csc.connection_refused"  # ASGI scope key: why this connection's requests get a 503
+COUNT_REFUSED = "csc.count_refused"  # lifespan state key: called with the cap ("server", "client") per refusal
 LOG_EVERY_S = 10.0  # refused connections are logged at most once in this many seconds, with their count
+LINGER_S = 1.0  # a refused connection is closed this long after its answer, or when the client closes first
+DETAILS = {"client": "too many open connections from your address; close some or retry shortly",
+           "server": "too many open connections; retry shortly"}
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,8 @@ class ConnectionLimits:
 
     @classmethod
     def of(cls, settings: ServiceSettings) -> ConnectionLimits:
-        return cls(settings.header_timeout_s, settings.max_connections, settings.max_connections_per_client)
+        return cls(settings.header_timeout_s, descriptor_cap(settings.max_connections),
+                   settings.max_connections_per_client)
 
 
 class _Clients:
@@ -120,48 +129,26 @@ class _Connection(h11.Connection):
                 raise h11.RemoteProtocolError(self.error, 431)
             if self.on_request is not None:
                 self.on_request()
+            if event.target[:1] != b"/" and _ABSOLUTE.match(event.target):  # RFC 9112 3.2.2: accept it
+                event = h11.Request(method=event.method, target=origin_form(event.target), headers=event.headers,
+                                    http_version=event.http_version)
         return event
 
     def too_large(self) -> str:
         return f"request headers larger than {self.header_limit} bytes"
 
 
+_ABSOLUTE = re.compile(rb"(?i)https?://[^/?#]*")
+
+
+def origin_form(target: bytes) -> bytes:
+    """``http://host:port/correct?x`` -> ``/correct?x`` (``/`` when the path is empty): a request's absolute-form
+    target, which a server must accept (a client talking to a proxy, or configured as one, sends it)."""
+    rest = target[_ABSOLUTE.match(target).end():]  # type: ignore[union-attr]
+    return rest if rest[:1] == b"/" else b"/" + rest
+
+
 REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}  # the status lines of protocol errors
-
-
-class _Refusing:
-    """The app of a connection over a cap: every request goes to the app marked with why (``REFUSED``);
-    ``ConnectionCapMiddleware`` answers it."""
-
-    def __init__(self, app: Any, reason: str) -> None:
-        self.app, self.reason = app, reason
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            scope[REFUSED] = self.reason
-        await self.app(scope, receive, send)
-
-
-class ConnectionCapMiddleware(HttpMiddleware):
-    """Answers the requests of a connection over a cap: a JSON 503 that closes it, counted by reason."""
-
-    def __init__(self, app: ASGIApp, refused: Callable[[str], None] = lambda reason: None) -> None:
-        super().__init__(app)
-        self.refused = refused
-
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        reason = scope.get(REFUSED)
-        if reason is None:
-            await self.app(scope, receive, send)
-            return
-        self.refused(reason)
-        detail = ("too many open connections from your address; close some or retry shortly" if reason == "client"
-                  else "too many open connections; retry shortly")
-        body = json.dumps({"detail": detail}).encode()
-        await send({"type": "http.response.start", "status": 503,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"retry-after", b"1"), (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -183,6 +170,7 @@ class GuardedH11Protocol(H11Protocol):
         self.conn = conn
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = False  # bytes of the next request arrived since the timer started
+        self._refused = False  # answered with a 503 at connection time (over a cap)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -197,17 +185,29 @@ class GuardedH11Protocol(H11Protocol):
         if reason is None:
             self._accepted = True
             clients.accepted += 1
+            self._start_header_timer()
         else:
-            self.app = _Refusing(self.app, reason)
-            clients.refused += 1
-            now = self.loop.time()
-            if now - clients.logged_at >= LOG_EVERY_S:
-                self.logger.warning("%d connection(s) refused with 503 in the last %g s (now %d open, %d from %s; caps "
-                                    "%d and %d per address)", clients.refused, LOG_EVERY_S, len(self.connections),
-                                    clients.open[self._client], self._client, self._limits.max_connections,
-                                    self._limits.max_connections_per_client)
-                clients.refused, clients.logged_at = 0, now
-        self._start_header_timer()
+            self._refuse(reason)
+
+    def _refuse(self, reason: str) -> None:
+        """Answer a connection over a cap with a JSON 503 at once and close it (see the module docstring)."""
+        clients = self._clients
+        self._refused = True
+        request_id = uuid.uuid4().hex
+        self.transport.write(raw_response(503, "Service Unavailable", DETAILS[reason],
+                                          f"retry-after: 1\r\nx-request-id: {request_id}\r\n".encode("ascii")))
+        self._header_timer = self.loop.call_later(LINGER_S, self.transport.close)
+        count = self.app_state.get(COUNT_REFUSED)
+        if count is not None:
+            count(reason)
+        clients.refused += 1
+        now = self.loop.time()
+        if now - clients.logged_at >= LOG_EVERY_S:
+            self.logger.warning("%d connection(s) refused with 503 in the last %g s (now %d open, %d from %s; caps "
+                                "%d and %d per address)", clients.refused, LOG_EVERY_S, len(self.connections),
+                                clients.open[self._client or "unknown"], self._client, self._limits.max_connections,
+                                self._limits.max_connections_per_client)
+            clients.refused, clients.logged_at = 0, now
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
@@ -222,14 +222,23 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:  # answered already: what it sends is dropped until the linger ends
+            return
         if self._header_timer is not None and data:
             self._header_bytes = True
         super().data_received(data)
+
+    def eof_received(self) -> None:
+        if self._refused:  # the client read its answer and left: close now
+            self.transport.close()
 
     def on_response_complete(self) -> None:
         if not self.transport.is_closing():
             self._start_header_timer()  # before uvicorn handles a pipelined request, which stops it
         super().on_response_complete()
+
+    def _should_upgrade(self) -> bool:
+        return False  # see the module docstring: never hand the transport to a WebSocket protocol
 
     def send_400_response(self, msg: str) -> None:
         self._stop_header_timer()

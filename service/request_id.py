@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .asgi import HttpMiddleware
+from .log_text import CONTROL, loggable, logged_path
 from .metrics import STATUS_KEY
 
 HEADER = "X-Request-ID"
@@ -24,21 +25,6 @@ _VALID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 current: ContextVar[str | None] = ContextVar("csc_request_id", default=None)
 access_log = logging.getLogger("service.access")
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
-
-
-def loggable(text: str) -> str:
-    """``text`` with control characters (CR, LF, ESC: a forged line, terminal escapes) and backslashes written
-    as escapes, so that one request is one log line, read as sent."""
-    return _CONTROL.sub(lambda m: "\\\\" if m.group() == "\\" else f"\\x{ord(m.group()):02x}", text)
-
-
-def logged_path(scope: Scope) -> str:
-    """The path as the client sent it (still percent-encoded: %0d%0a stays text), its controls escaped."""
-    raw = scope.get("raw_path")
-    return loggable(raw.decode("latin-1") if isinstance(raw, bytes) else scope["path"])
 
 
 class RequestIdFilter(logging.Filter):
@@ -52,7 +38,7 @@ class RequestIdFilter(logging.Filter):
         rid = current.get()
         record.request_tag = f" [request {rid}]" if rid else ""
         message = record.getMessage()
-        if _CONTROL.search(message.replace("\\", "")):  # a control character (backslashes alone need nothing)
+        if CONTROL.search(message.replace("\\", "")):  # a control character (backslashes alone need nothing)
             record.msg, record.args = loggable(message), ()
         return True
 

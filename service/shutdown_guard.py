@@ -9,6 +9,7 @@ from starlette.types import Receive, Scope, Send
 
 from .asgi import HttpMiddleware
 from .errors import JSONResponse, answer_failure, error_response
+from .log_text import loggable, logged_path
 
 log = logging.getLogger("service.errors")
 
@@ -25,7 +26,7 @@ class ShutdownGuardMiddleware(HttpMiddleware):
                 return None
             if hasattr(task, "uncancel"):  # Python 3.11+: this task goes on to answer
                 task.uncancel()
-            log.warning("%s %s cancelled by the shutdown; answered 503", scope["method"], scope["path"])
+            log.warning("%s %s cancelled by the shutdown; answered 503", loggable(scope["method"]), logged_path(scope))
             return error_response(503, "the service is shutting down; retry the request",
                                   headers={"Retry-After": "5", "Connection": "close"})
 

@@ -134,6 +134,8 @@ def test_no_request_can_forge_a_log_line_or_colour_the_terminal(caplog):
     assert "\r" not in line and "\n" not in line and "\x1b" not in line
     assert "/health%0d%0aINFO:" in line
     assert loggable("GET\r\n\x1b[31m\\") == "GET\\x0d\\x0a\\x1b[31m\\\\"
+    # the Unicode line breaks and the bidi controls too (issue 72, 3)
+    assert loggable("a\u2028b\u2029c\u202ed\u2066e\u200ff") == "a\\u2028b\\u2029c\\u202ed\\u2066e\\u200ff"
 
 
 def test_no_logger_can_write_a_forged_line(capfd):
@@ -148,13 +150,14 @@ def test_no_logger_can_write_a_forged_line(capfd):
     saved = {n: (lg.handlers[:], lg.propagate, lg.level, lg.disabled) for n in names for lg in [logging.getLogger(n)]}
     try:
         logging.config.dictConfig(log_config("info"))
-        forged = '/x\r\nINFO:     127.0.0.1:1 - "POST /correct HTTP/1.1" 200 1.0 ms [request forged]\x1b[31m'
+        forged = '/x\r\nINFO:     127.0.0.1:1 - "POST /correct HTTP/1.1" 200 1.0 ms [request forged]\x1b[31m\u2028\u202e'
         for name in ("service.metrics", "service.errors", "service", "corrector", "uvicorn.error"):
             logging.getLogger(name).warning("the client disconnected before the answer: %s", forged)
         err = capfd.readouterr().err
         lines = [line for line in err.splitlines() if "disconnected" in line]
         assert len(lines) == 5 and len(err.strip().splitlines()) == 5, err
-        assert all("/x\\x0d\\x0aINFO:" in line and "\x1b" not in line for line in lines)
+        assert all("/x\\x0d\\x0aINFO:" in line and "\x1b" not in line and "\\u2028\\u202e" in line for line in lines)
+        assert not any(c in err for c in "\u2028\u2029\u202e")
         logging.getLogger("service").info("C:\\path\\file")  # backslashes alone stay as they are
         assert capfd.readouterr().err.strip().endswith("C:\\path\\file")
     finally:  # the test process's logging as it was (caplog reads records that propagate)

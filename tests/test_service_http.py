@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import re
 import socket
 import threading
@@ -213,7 +214,6 @@ def test_one_client_cannot_hold_every_connection_slot(capfd):
         time.sleep(0.2)
         text = metrics(address)
     assert 'csc_connections_refused_total{cap="client"} 4.0' in text
-    assert 'csc_http_errors_total{kind="unavailable",route="/health"} 4.0' in text
     assert capfd.readouterr().err.count("refused with 503") == 1
 
 
@@ -278,6 +278,19 @@ def test_an_abandoned_upload_counts_as_a_client_disconnect_not_a_500(guarded):
         time.sleep(0.1)
     text = wait_for_metric(guarded, r'csc_http_requests_total\{method="POST",route="/correct",status="499"\}')
     assert 'status="500"' not in text and 'kind="internal"' not in text
+
+
+def test_the_disconnect_line_logs_the_path_as_sent(guarded, caplog):
+    """Before: the disconnect line wrote the decoded path, where U+2028 or a bidi control sent percent-encoded
+    reached the log raw (issue 72, 3). Now it logs the path as the access line does: as sent."""
+    with caplog.at_level(logging.INFO, logger="service.metrics"):
+        with connect(guarded) as s:
+            s.sendall(b"POST /c%6frrect HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1000\r\n\r\n{")
+            time.sleep(0.1)
+        wait_for_metric(guarded, r'csc_http_requests_total\{method="POST",route="/correct",status="499"\}')
+    lines = [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]
+    assert lines and all(line.startswith("POST /c%6frrect:") for line in lines), lines
 
 
 def test_a_body_of_half_a_million_tiny_objects_neither_stalls_the_server_nor_lists_every_error():
@@ -348,3 +361,117 @@ def test_refused_connections_held_idle_lock_no_other_address_out():
         finally:
             for s in held:
                 s.close()
+
+
+UPGRADE = (b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+
+
+def test_websocket_upgrades_are_refused_as_plain_http_and_leave_the_caps_as_they_were(capfd):
+    """Before: with wsproto installed, uvicorn swapped the connection to its WebSocket protocol and the service's
+    bookkeeping never released the slot; 128 upgrades from two addresses left every client a 503 until a restart
+    (issue 72, 1), and the refusal had an empty reason phrase and no JSON body (6). Now an upgrade is a plain HTTP
+    request answered with a JSON 400 that closes the connection, and 1,000 of them leave the caps as they were."""
+    with in_thread(Echo(), max_connections=4, max_connections_per_client=2) as address:
+        for i in range(1000):
+            with socket.create_connection(address, timeout=10, source_address=(f"127.0.0.{2 + i % 2}", 0)) as s:
+                s.sendall(UPGRADE)
+                status, headers, body = read_response(s)
+                assert status == 400 and headers["connection"] == "close", (i, status, headers)
+                assert "WebSocket" in json.loads(body)["detail"]
+                if i == 0:
+                    assert closed_by_server(s)
+        time.sleep(0.2)
+        held = [connect(address) for _ in range(2)] + [
+            socket.create_connection(address, timeout=10, source_address=("127.0.0.2", 0)) for _ in range(2)]
+        try:  # the server's cap of 4, two per address: all answered
+            for s in held:
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert read_response(s)[0] == 200
+        finally:
+            for s in held:
+                s.close()
+    err = capfd.readouterr().err
+    assert "Unsupported upgrade request" not in err and "WebSocket" not in err
+
+
+def test_a_websocket_refusal_has_its_reason_phrase(guarded):
+    with connect(guarded) as s:
+        s.sendall(UPGRADE)
+        s.settimeout(10)
+        head = s.recv(65536).split(b"\r\n", 1)[0]
+    assert head == b"HTTP/1.1 400 Bad Request"
+
+
+def test_an_absolute_form_request_target_is_served(guarded):
+    """Before: ``POST http://host/correct`` was a 404 (issue 72, 6); RFC 9112 3.2.2 says a server accepts it."""
+    body = json.dumps({"text": "好"}).encode()
+    for target in (b"http://x/correct", b"HTTP://x:8000/correct?a=1", b"https://x/correct"):
+        with connect(guarded) as s:
+            s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                      % (target, len(body), body))
+            status, _, answer = read_response(s)
+        assert status == 200 and json.loads(answer)["results"][0]["target"] == "好", (target, answer)
+    with connect(guarded) as s:
+        s.sendall(b"GET http://x HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(s)[0] == 200  # the demo page at /
+
+
+def test_a_connection_over_a_cap_is_answered_and_closed_at_once():
+    """Before: it stayed open, holding a file descriptor, until its request arrived or the 10 s header timeout;
+    under a 1,024-descriptor limit one address holding ~1,100 idle sockets made other clients time out (issue 72,
+    2). Now it gets its 503 the moment it connects and is closed within the linger, sending nothing."""
+    from service.protocol import LINGER_S
+
+    with in_thread(Echo(), header_timeout_s=10.0, max_connections=50, max_connections_per_client=2) as address:
+        held = [connect(address) for _ in range(2)]
+        try:
+            start = time.monotonic()
+            with connect(address) as s:  # the third from this address: it sends nothing
+                status, headers, body = read_response(s)
+                assert status == 503 and headers["retry-after"] == "1" and len(headers["x-request-id"]) == 32
+                assert "from your address" in json.loads(body)["detail"]
+                assert closed_by_server(s)
+            assert time.monotonic() - start < LINGER_S + 2
+            with connect(address) as s:  # one that sends its request after the answer still reads the answer
+                time.sleep(0.1)
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert read_response(s)[0] == 503
+        finally:
+            for s in held:
+                s.close()
+        assert 'csc_connections_refused_total{cap="client"} 2.0' in metrics(address)
+
+
+def test_the_connection_cap_stays_below_the_file_descriptors():
+    resource = pytest.importorskip("resource")
+    from service.descriptors import FD_RESERVE, descriptor_cap
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (300, hard))
+        assert descriptor_cap(256) == 300 - FD_RESERVE and descriptor_cap(100) == 100
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_accept_errors_are_one_line_per_interval(caplog):
+    """Before: each accept() that failed for want of file descriptors logged a traceback: 300,410 lines in 25 s
+    (issue 72, 2). Now the server's loop counts them and logs one line per interval; other reports as before."""
+    import asyncio
+
+    from service.accept_errors import ACCEPT, throttled
+
+    async def flood() -> None:
+        loop = asyncio.get_running_loop()
+        throttled(loop)
+        for _ in range(1000):
+            loop.call_exception_handler({"message": ACCEPT, "exception": OSError(24, "Too many open files")})
+        loop.call_exception_handler({"message": "something else"})
+
+    with caplog.at_level(logging.INFO):
+        asyncio.run(flood())
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("could not be accepted" in line for line in lines) == 1
+    assert "1 connection(s) could not be accepted" in lines[0] and "Too many open files" in lines[0]
+    assert any("something else" in line for line in lines) and len(lines) == 2, lines
