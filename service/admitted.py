@@ -41,36 +41,50 @@ class Refused(Exception):
                 f"timeout), that is {self.rate * budget:,.0f} cost characters")
 
 
+SLOW_TEXT = 0.5  # a text that runs below this share of ordinary text's speed on the model as it runs now is slow
+
+
 class TooSlow(Exception):
     """An admitted request that the units so far show cannot finish in time: ended then, instead of running into its
-    timeout. ``busy``: its own text would have finished within the timeout with the model to itself, but not beside
-    the requests admitted before it (retry later); otherwise the text itself corrects too slowly (send less)."""
+    timeout. Why, in this order: ``busy``, its own text would have finished within the timeout with the model to
+    itself, but not beside the requests admitted before it (retry later); ``text_slow``, the text runs below
+    ``SLOW_TEXT`` of ordinary text's speed on the model as it runs now (``ordinary``; send less: a retry of the
+    same text ends the same way); otherwise the model runs slower than when the request was admitted (retry
+    later). ``seconds_needed`` is wall time: model time over the share of the model it gets."""
 
     def __init__(self, speed: float, left: int, seconds_left: float, timeout: float, *, busy: bool = False,
-                 retry_s: float = 0.0):
+                 retry_s: float = 0.0, ordinary: float = 0.0, share: float = 1.0):
         self.busy, self.retry_s = busy, retry_s
+        self.text_slow = not busy and speed < SLOW_TEXT * ordinary
+        needed = left / speed / share
+        self.slow_model = not busy and not self.text_slow
         need = (f"at the speed measured on it, about {speed:,.0f} characters per second, the remaining {left:,} "
-                f"characters need about {left / speed:.1f} s")
+                f"characters need about {needed:.1f} s")
+        left_s = f"{max(0.0, seconds_left):.1f} s left of the {timeout:g} s timeout"
         if busy:
             super().__init__(f"the service is busy: beside the requests admitted before this one, which share the "
-                             f"model, it could not finish within the {timeout:g} s timeout ({need} of model time, "
+                             f"model, it could not finish within the {timeout:g} s timeout ({need}, "
                              f"{max(0.0, seconds_left):.1f} s left); retry later")
+        elif self.text_slow:
+            super().__init__(f"this text corrects slowly: {need}, more than the {left_s}, where ordinary text runs at "
+                             f"about {ordinary:,.0f} characters per second; send less text at once")
         else:
-            super().__init__(f"this text corrects slowly: {need}, more than the {max(0.0, seconds_left):.1f} s left "
-                             f"of the {timeout:g} s timeout; send less text at once")
+            super().__init__(f"the service corrects more slowly than when this request was admitted: {need}, more "
+                             f"than the {left_s}; retry later, or send less text at once")
 
 
 @dataclass(frozen=True)
 class Plan:
-    """A request's size before any work: its characters, the settings' cost factor, and its cost in cost
-    characters (characters times the factor)."""
+    """A request's size before any work: its characters, those the model reads (``cost.model_chars``), the
+    settings' cost factor, and its cost in cost characters (characters the model reads times the factor)."""
 
     chars: int
     factor: float
+    read: int = -1  # characters the model reads (-1: all of them)
 
     @property
     def cost(self) -> float:
-        return self.chars * self.factor
+        return (self.chars if self.read < 0 else self.read) * self.factor
 
 
 @dataclass(eq=False)

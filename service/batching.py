@@ -55,7 +55,7 @@ from corrector import Correction, Edit
 from corrector.text.chars import is_cjk
 
 from .admitted import Admitted, Plan, Refused, ServiceClosing, TooSlow, Unit
-from .cost import Admission, AdmissionSpeed, admit, cost_factor, overdue
+from .cost import Admission, AdmissionSpeed, admit, cost_factor, model_chars, overdue
 from .scheduling import Schedule
 from .schemas import CorrectOptions
 from .work import SupportsWorkUnits
@@ -151,7 +151,8 @@ class Runner:
 
     def plan(self, texts: list[str], options: CorrectOptions) -> Plan:
         """The size and cost of ``texts`` at ``options``; nothing runs."""
-        return Plan(sum(map(len, texts)), cost_factor(options.as_kwargs(), self.corrector.config))
+        return Plan(sum(map(len, texts)), cost_factor(options.as_kwargs(), self.corrector.config),
+                    sum(map(model_chars, texts)))
 
     def admission(self, plan: Plan, timeout: float) -> Admission:
         """Whether ``plan`` can finish within ``timeout`` seconds beside the work admitted (always yes
@@ -301,7 +302,8 @@ class Runner:
             r = live[i]
             alone = (r.left + r.chars_done) / r.speed / share <= r.timeout  # with the model to itself, in time
             retry = sum(o.seconds_left() for o in live[:i]) / share
-            r.future.set_exception(TooSlow(r.speed, r.left, r.deadline - now, r.timeout, busy=alone, retry_s=retry))
+            r.future.set_exception(TooSlow(r.speed, r.left, r.deadline - now, r.timeout, busy=alone, retry_s=retry,
+                                           ordinary=(self.rate or r.expected * r.factor) / r.factor, share=share))
 
     async def _in_thread(self, chunks: list[Any], settings: Any) -> tuple[Sequence[Sequence[Edit]], float]:
         if self._executor is None:

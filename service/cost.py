@@ -52,6 +52,15 @@ def cost_factor(settings: dict[str, Any], defaults: CorrectorConfig | None) -> f
             + max(0, call.top_k - base.top_k) / TOP_K_STEP)
 
 
+def model_chars(text: str) -> int:
+    """The characters of ``text`` that cost model work: those of its lines and sentences that hold a Chinese
+    character (the model reads no other: ``batching.Runner`` measures its speed on such chunks alone)."""
+    from corrector.text.chars import is_cjk, split_sentences
+
+    return sum(len(piece) for line in text.splitlines(keepends=True) for piece in split_sentences(line)
+               if any(map(is_cjk, piece)))
+
+
 def measure_rate(correct_batch: Callable[[list[str]], Any], chars: int = 1000) -> float:
     """Cost characters per second of ``correct_batch`` at the default settings, from the better of two
     runs over ``chars`` characters of ordinary text."""

@@ -79,9 +79,9 @@ async def correct(body: CorrectRequest, request: Request, corrector: CorrectorDe
             raise HTTPException(503, e.message(), headers={"Retry-After": retry}) from None
         raise HTTPException(413, e.message()) from None
     except TooSlow as e:
-        metrics.refused.labels("late" if e.busy else "slow").inc()
-        if e.busy:
-            retry = str(max(1, min(round(timeout), math.ceil(e.retry_s))))
+        metrics.refused.labels("slow" if e.text_slow else "late").inc()
+        if not e.text_slow:  # the service's state, not the text: a retry may succeed
+            retry = str(max(1, min(round(timeout), math.ceil(e.retry_s)))) if e.busy else str(max(1, round(timeout / 2)))
             raise HTTPException(503, str(e), headers={"Retry-After": retry}) from None
         raise HTTPException(413, str(e)) from None
     except ServiceClosing:

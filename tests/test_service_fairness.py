@@ -255,11 +255,25 @@ def test_a_text_too_dear_to_finish_in_time_ends_after_two_units():
 
     async def go() -> None:
         async with running(Runner(dear, gather=False, max_batch_chars=1000, rate=100_000)) as runner:
-            with pytest.raises(TooSlow, match="characters per second"):
+            with pytest.raises(TooSlow, match="this text corrects slowly.*ordinary text runs at about 100,000"):
                 await runner.correct(["一二三四五六七八九，" * 500], PLAIN, timeout=0.5)
 
     asyncio.run(go())
     assert len(dear.calls) == 2
+
+
+def test_a_413_blames_the_text_only_when_the_text_is_slow():
+    """Before: "need about 27.2 s, more than the 27.6 s left" (model time, beside wall time) blamed the text when
+    the machine was slow, and docs promised a 413 would not change on retry (issue 72, 4). Now the time needed is
+    wall time at the request's share of the model, and a text that runs like ordinary text on the model as it
+    runs now ends with a 503 to retry, not a 413."""
+    text = TooSlow(2000, 4000, 0.3, 0.5, ordinary=100_000)  # the test above: 50x dearer than ordinary text
+    assert text.text_slow and "this text corrects slowly" in str(text) and "100,000" in str(text)
+    machine = TooSlow(900, 27_200, 27.6, 30, ordinary=1000, share=0.9)
+    assert not machine.text_slow and machine.slow_model and "retry later" in str(machine)
+    assert "need about 33.6 s, more than the 27.6 s left of the 30 s timeout" in str(machine)
+    busy = TooSlow(900, 27_200, 27.6, 30, busy=True, ordinary=100_000)
+    assert busy.busy and not busy.text_slow
 
 
 def test_no_request_is_judged_on_its_probe_unit():
@@ -365,6 +379,22 @@ def test_a_request_that_cannot_finish_in_time_is_refused_before_any_work(priced)
     r = priced.post("/correct", content=json.dumps({"text": text[:4500], "shortlist": 30, "top_k": 20}), headers=JSON)
     assert r.status_code == 413
     assert 'csc_refused_total{reason="cost"} 2.0' in priced.get("/metrics").text
+
+
+def test_admission_charges_the_characters_the_model_reads():
+    """Before: 60,000 ASCII characters got a 413 "corrects slowly" though the model reads none of them (issue 72,
+    4). Now a request costs the characters of its lines and sentences that hold a Chinese character."""
+    from service.cost import model_chars
+
+    assert model_chars("abc def. 123\n") == 0 and model_chars("好的。ok\nplain\n中") == 3 + 1
+    ascii_text = "plain ASCII text, no Chinese at all. " * 200  # 7,400 characters, over the 5,000 budget
+    settings = ServiceSettings(cost_chars_per_s=1000, request_timeout_s=10, admission_share=0.5)
+    with TestClient(create_app(settings, corrector=Echo())) as c:
+        r = c.post("/correct", content=json.dumps({"text": ascii_text}), headers=JSON)
+        assert r.status_code == 200 and r.json()["results"][0]["target"] == ascii_text
+        mixed = "一二三四五六七八九，" * 500 + "。" + ascii_text  # 5,001 read, the rest not
+        r = c.post("/correct", content=json.dumps({"text": mixed}), headers=JSON)
+        assert r.status_code == 413 and "5,001 cost characters" in r.json()["detail"]
 
 
 @pytest.mark.parametrize(("field", "limit"), [("top_k", 20), ("shortlist", 30)])
