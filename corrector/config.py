@@ -8,8 +8,9 @@ A bundle's manifest carries tuned defaults (``corrector_defaults``); callers ove
 
 from __future__ import annotations
 
+import itertools
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -162,18 +163,44 @@ RETIRED_SETTINGS = frozenset({"mask_suspects", "mask_threshold", "min_similarity
                               "protect_kept_words"})
 
 
-class Words(tuple):
-    """``protect``'s words in force: one tuple (a setting like any other), which also keeps the lists it joins, the
-    configured words (a dictionary of 100,000, say) and then a call's own. Each list gets its own matcher, built
-    once (``corrector.guards.CallerWords``): a call's few words never rebuild or rehash the dictionary's."""
+class Words(Sequence[str]):
+    """``protect``'s words in force for a call that adds its own: the lists it joins, the configured words (a
+    dictionary of 100,000, say) and then the call's, kept as they are (``parts``), never copied into one: a call's
+    few words cost what a call without a dictionary costs. It reads as one sequence of words (and equals the
+    tuple of them); each list gets its own matcher, built once (``corrector.guards.CallerWords``)."""
 
+    __slots__ = ("_flat", "parts")
     parts: tuple[tuple[str, ...], ...]
 
-    def __new__(cls, *parts: tuple[str, ...]) -> Words:
-        flat = tuple(q for p in parts for q in (p.parts if isinstance(p, Words) else (p,)) if q)
-        self = super().__new__(cls, (w for p in flat for w in p))
-        self.parts = flat
-        return self
+    def __init__(self, *parts: Sequence[str]) -> None:
+        self.parts = tuple(q for p in parts for q in (p.parts if isinstance(p, Words) else (tuple(p),)) if q)
+        self._flat: tuple[str, ...] | None = None
+
+    def _all(self) -> tuple[str, ...]:
+        if self._flat is None:
+            self._flat = tuple(itertools.chain.from_iterable(self.parts))
+        return self._flat
+
+    def __len__(self) -> int:
+        return sum(map(len, self.parts))
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return itertools.chain.from_iterable(self.parts)
+
+    def __contains__(self, word: object) -> bool:
+        return any(word in p for p in self.parts)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (tuple, Words)) and self._all() == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return repr(self._all())
 
 
 def in_force(bundle_defaults: Mapping[str, Any] | None = None, ranker_shortlist: Any = None,
@@ -200,7 +227,7 @@ def in_force(bundle_defaults: Mapping[str, Any] | None = None, ranker_shortlist:
         raise TypeError("in_force: 'loaded' stands for the bundle's and the load's settings; pass one or the other")
     cfg = loaded.with_overrides(**(call or {}))
     if call and call.get("protect") is not None:
-        cfg = replace(cfg, protect=Words(loaded.protect, cfg.protect))
+        cfg = replace(cfg, protect=Words(loaded.protect, cfg.protect))  # type: ignore[arg-type]  # reads as the tuple
     if thresholds is not None and cfg.threshold is None:
         cfg = replace(cfg, threshold=float(thresholds(cfg.use_lm and has_lm)))
     return cfg

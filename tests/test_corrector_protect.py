@@ -166,3 +166,17 @@ def test_traditional_words_in_simplified_text_are_kept(text, kept):
     assert {p for p, g in positions.items() if g == "protect_traditional_words"} == kept
     off = Protections({}).positions(normalise(text, [(0, len(text))]), CorrectorConfig())  # the library's default
     assert "protect_traditional_words" not in off.values()
+
+
+def test_a_calls_own_words_beside_a_large_dictionary_copy_nothing():
+    """Before: each call that passed its own ``protect`` words copied the configured dictionary into one tuple of
+    100,001 words (8-10 ms a request in the service; issue 72, 5). Now the lists are kept as they are."""
+    from corrector.config import CorrectorConfig, Words, in_force
+
+    dictionary = tuple(f"词语{i}" for i in range(100_000))
+    loaded = CorrectorConfig().with_overrides(protect=dictionary)
+    cfg = in_force(call={"protect": ["张三"]}, loaded=loaded)
+    assert isinstance(cfg.protect, Words) and cfg.protect.parts[0] is dictionary and cfg.protect._flat is None
+    assert len(cfg.protect) == 100_001 and "张三" in cfg.protect and "词语7" in cfg.protect
+    assert cfg.protect == (*dictionary, "张三") and list(cfg.protect)[-2:] == ["词语99999", "张三"]
+    assert cfg.protect._flat is not None  # compared as one tuple only when asked to
