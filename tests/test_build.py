@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -416,8 +417,41 @@ def test_record_writes_the_recipe_into_a_bundles_manifest_and_nothing_else(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"] and sorted(p.name for p in bundle.iterdir()) == ["manifest.json"]
     assert build.main(["--recipe", "default", "--record", str(tmp_path / "none")]) == 1
     assert "has no manifest.json" in capsys.readouterr().err
-    assert build.main(["--recipe", "default"]) == 1
-    assert "--out DIR is needed" in capsys.readouterr().err
+    (tmp_path / "data").mkdir()
+    assert build.main(["--recipe", "default", "--data", str(tmp_path / "data"), "--plan"]) == 0  # before: --out needed
+    assert "# outputs in runs/default (--out DIR to choose)" in capsys.readouterr().out
+
+
+def test_a_plan_says_what_is_not_installed_and_what_needs_more_memory(tmp_path, capsys, monkeypatch):
+    """Before: without the train extra, --plan ended in a ModuleNotFoundError traceback, and nothing said that the
+    fit stage peaks at 18 GB before it started on a smaller machine (issue 72, 9)."""
+    import importlib
+
+    from training import recipe_args
+
+    real = importlib.import_module
+
+    def without_torch(name: str, *args: Any) -> Any:
+        if name == "training.bundle.export":
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+        return real(name, *args)
+
+    recipe_args.parser_of.cache_clear()
+    monkeypatch.setattr(importlib, "import_module", without_torch)
+    monkeypatch.setattr(build, "memory_gb", lambda: 8.0)
+    (tmp_path / "data").mkdir()
+    base = ["--recipe", "default", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o")]
+    try:
+        assert build.main([*base, "--plan"]) == 0
+        said = capsys.readouterr().out
+        assert "# not installed here: torch, which stages export, evidence, fit, metrics need: install the training " \
+               "extra (pip install torch==2.13.0, then pip install -e '.[train]')" in said
+        assert "# stage 'fit' peaked at 18 GB on the shipped run; this machine has 8.0 GB" in said
+        assert build.main([*base, "--only", "export"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: stage 'export': training.bundle.export needs the package 'torch'") and err.count("\n") == 1
+    finally:
+        recipe_args.parser_of.cache_clear()
 
 
 def test_shipped_recipes_check_and_plan_every_stage_in_order(tmp_path, capsys):

@@ -38,6 +38,7 @@ import contextlib
 import hashlib
 import importlib
 import json
+import os
 import runpy
 import shlex
 import shutil
@@ -57,7 +58,7 @@ from training.recipe import (  # noqa: F401  (RecipeError and toml are imported 
     load_recipe,
     toml,
 )
-from training.recipe_args import check_arguments, script_context
+from training.recipe_args import MissingPackage, check_arguments, script_context
 
 
 def fingerprint(path: Path) -> list[Any]:
@@ -163,10 +164,15 @@ class Builder:
     def check(self) -> list[str]:
         """Every command of the stages that run parsed by its module's parser (RecipeError on the first problem);
         returns the folders they read that are missing (stages that neither run now nor were run before)."""
+        self.unavailable: list[tuple[str, MissingPackage]] = []  # (stage, what it needs and this environment lacks)
         for stage in self.recipe.stages:
             def argv(command: Command, stage: Stage = stage) -> list[str]:
                 return self.argv(stage, command)
-            check_arguments(stage, argv if stage.name in self.selected else None)
+            try:
+                check_arguments(stage, argv if stage.name in self.selected else None)
+            except MissingPackage as e:
+                if stage.name in self.selected:
+                    self.unavailable.append((stage.name, e))
         missing = {n: self.folder(n) for s in self.selected for n in self.recipe.stage(s).needs
                    if n not in self.selected and not self.skipped(self.recipe.stage(n)) and not self.folder(n).exists()}
         return [f"{n} ({p})" for n, p in missing.items()]
@@ -191,6 +197,13 @@ class Builder:
             else:
                 out.append((stage.name, "up to date"))
         return out
+
+    def too_big(self) -> list[str]:
+        """The stages that run and peaked at more memory on the shipped run than this machine has."""
+        total = memory_gb()
+        return [f"stage {name!r} peaked at {peak:g} GB on the shipped run; this machine has {total:.1f} GB"
+                for name, what in self.plan() if what == "runs"
+                for peak in [self.recipe.stage(name).cost.get("memory_gb", 0.0)] if total and peak > total]
 
     def plan_lines(self) -> list[str]:
         """``plan`` with what each stage cost on the shipped run (the recipe's ``cost``) or, when this build ran it
@@ -285,6 +298,14 @@ def minutes_in_words(m: float) -> str:
     return f"{m / 60:.1f} h" if m >= 90 else f"{m:.0f} min" if m >= 1 else "<1 min"
 
 
+def memory_gb() -> float:
+    """This machine's memory in GB (0: unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    except (ValueError, OSError, AttributeError):
+        return 0.0
+
+
 def describe_cost(cost: dict[str, float]) -> str:
     """A stage's ``cost`` in words: ``8.3 h on 2 CPU cores, 4 min on an H100; 60 MB, peak 3.5 GB``."""
     where = [f"{minutes_in_words(cost[k])} on {label}" for k, label in (("cpu_minutes", "2 CPU cores"),
@@ -347,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recipe", default="default", help="a recipe's name (training/recipes/NAME.toml) or a .toml path")
     ap.add_argument("--data", type=Path, default=default_data(),
                     help="the data folder (default $CSC_DATA or ../shared/data; docs/data.md)")
-    ap.add_argument("--out", type=Path, required=False, help="folder of the stages' outputs, their records and bundle/")
+    ap.add_argument("--out", type=Path, default=None, help="folder of the stages' outputs, their records and bundle/ "
+                    "(default runs/RECIPE)")
     ap.add_argument("--init-from", "--pretrained", type=Path, default=None,
                     help="a pretrained pair (a pretraining run or snapshot folder, or a published ELECTRA's folder "
                          "with discriminator/ and generator/) that the recipe starts from")
@@ -373,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
                                          "header lists where they differ from it"})
             return 0
         if args.out is None:
-            raise RecipeError("--out DIR is needed (the stages' outputs go there)")
+            args.out = Path("runs") / recipe.name
+            say(f"# outputs in {args.out} (--out DIR to choose)")
         require([args.data], args.data)
         if args.init_from is not None and not (args.init_from / "discriminator").is_dir():
             raise RecipeError(f"--init-from {args.init_from}: no discriminator/ there (a pretrained pair's folder)")
@@ -389,7 +412,19 @@ def main(argv: list[str] | None = None) -> int:
                 say(line)
             for m in missing:
                 say(f"# missing: {m}")
+            if builder.unavailable:
+                packages = sorted({e.package for _, e in builder.unavailable})
+                say(f"# not installed here: {', '.join(packages)}, which stages "
+                    f"{', '.join(name for name, _ in builder.unavailable)} need: install the training extra "
+                    "(pip install torch==2.13.0, then pip install -e '.[train]')")
+            for line in builder.too_big():
+                say(f"# {line}")
             return 0
+        if builder.unavailable:
+            name, error = builder.unavailable[0]
+            raise RecipeError(f"stage {name!r}: {error}")
+        for line in builder.too_big():
+            sys.stderr.write(f"warning: {line}\n")
         if missing:
             raise RecipeError(f"the stages that run read {', '.join(missing)}, which neither run now nor are there "
                               f"(run them, --reuse a build that has them, or --set STAGE=PATH)")

@@ -33,7 +33,11 @@ def parser_of(kind: str, target: str) -> argparse.ArgumentParser:
     argparse.ArgumentParser.parse_known_args = capture  # type: ignore[assignment,method-assign]
     try:
         if kind == "module":
-            main = getattr(importlib.import_module(target), "main", None)
+            try:
+                module = importlib.import_module(target)
+            except ModuleNotFoundError as e:
+                raise MissingPackage(target, e.name or str(e)) from None
+            main = getattr(module, "main", None)
             if main is None:
                 raise RecipeError(f"{target} has no main(argv): not a command")
             main([])
@@ -47,6 +51,15 @@ def parser_of(kind: str, target: str) -> argparse.ArgumentParser:
     finally:
         argparse.ArgumentParser.parse_known_args = original  # type: ignore[method-assign]
     raise RecipeError(f"{target} parsed no arguments when its main was called (not an argparse command)")
+
+
+class MissingPackage(RecipeError):
+    """A stage's module imports a package this environment lacks (the ``train`` extra not installed)."""
+
+    def __init__(self, target: str, package: str) -> None:
+        self.target, self.package = target, package
+        super().__init__(f"{target} needs the package {package!r}, which is not installed here: install the training "
+                         f"extra (pip install torch==2.13.0, then pip install -e '.[train]')")
 
 
 class script_context:
@@ -74,6 +87,8 @@ def check_arguments(stage: Stage, argv_of: Callable[[Command], list[str]] | None
         label = command_line(command)
         try:
             parser = parser_of(command.kind, command.target)
+        except MissingPackage:
+            raise
         except RecipeError as e:
             raise RecipeError(f"stage {stage.name!r} {command.where}{command.kind}: {e}") from None
         options = parser._option_string_actions
