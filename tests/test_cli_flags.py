@@ -10,7 +10,7 @@ import pytest
 
 from corrector.batch.command import batch_parser
 from corrector.cli.main import correct_parser
-from corrector.cli.options import decoding_settings
+from corrector.cli.options import decoding_settings, shipped_values
 from corrector.config import KINDS, SETTINGS, CorrectorConfig, bounds, doc, in_force, kind_text, shown
 
 
@@ -32,8 +32,10 @@ def test_every_setting_has_a_flag_with_its_doc_bounds_and_default():
         action = plain[name]
         assert flag(name) in action.option_strings and action.default is None  # not given: the bundle's value
         assert action.help is not None and doc(name) in action.help.replace("%%", "%")
-        if KINDS[name] in (int, float):
-            assert f"[{kind_text(name)}; default: {shown(SETTINGS[name].default)}]" in action.help
+        if KINDS[name] in (int, float):  # the value in force for the shipped bundle, read when help is printed
+            assert f"[{kind_text(name)}; default: %(in_force)s]" in action.help
+            value = shipped_values().get(name, SETTINGS[name].default)
+            assert str(action.in_force) == shown(value)
         elif KINDS[name] is bool:
             assert "--no-" + flag(name)[2:] in action.option_strings
     assert set(SETTINGS) - set(actions(batch_parser())) == {"batch_size"}  # there --batch-size is lines per call
@@ -94,3 +96,21 @@ def test_in_force_layers_bundle_ranker_load_and_call():
         in_force(bundle, loaded=loaded)
     with pytest.raises(ValueError, match="top_k must be within"):
         in_force(call={"top_k": -1}, loaded=loaded)
+
+
+def test_help_shows_the_shipped_bundles_values_as_settings_lists_them(capsys):
+    """Before: --help showed the declarations (shortlist 8, rtd_floor 0) where `settings` showed the shipped bundle's
+    values in force (16, 0.003) (issue 72, 10)."""
+    import re
+
+    from corrector.cli.main import main, run_settings
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = re.sub(r"\s+", " ", capsys.readouterr().out)
+    values = shipped_values()
+    assert values["shortlist"] == 16 and values["rtd_floor"] == 0.003  # the shipped bundle's, not the declarations'
+    assert "(LM, words) [integer in [1, 1000]; default: 16]" in text
+    assert "every character [number in [0, 1]; default: 0.003]" in text
+    assert run_settings([]) == 0
+    assert "| `shortlist` | integer in [1, 1000] | 16 |" in capsys.readouterr().out

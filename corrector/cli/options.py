@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 from typing import Any
@@ -42,9 +43,8 @@ def setting_args(ap: argparse.ArgumentParser, without: tuple[str, ...] = ()) -> 
     ``top_k``, its type, its doc as help with the type, bounds and default, its bounds checked as it is read (one line
     on stderr, exit code 2); a boolean's ``--name`` / ``--no-name``; then ``--set`` and ``--protect-file``."""
     group = ap.add_argument_group(
-        "decoding settings", "each setting of corrector/config.py; one not given keeps the bundle's tuned value where\n"
-                             "it has one ('python -m corrector settings' lists the values in force), else the default\n"
-                             "shown")
+        "decoding settings", "each setting of corrector/config.py; the default shown is the shipped bundle's value in\n"
+                             "force ('python -m corrector settings --model DIR' lists another bundle's)")
     for name in SETTINGS:
         if name in without:
             continue
@@ -55,15 +55,45 @@ def setting_args(ap: argparse.ArgumentParser, without: tuple[str, ...] = ()) -> 
                                help=f"{what}; {LISTS[name]['how']}")
         elif KINDS[name] is bool:
             off = ("--no-" + flag[2:], *OFF_ALIASES.get(name, ()))
-            group.add_argument(flag, *off, action=_Switch, off=off, dest=name,
-                               help=f"{what} [default: {'on' if SETTINGS[name].default else 'off'}]")
+            action = group.add_argument(flag, *off, action=_Switch, off=off, dest=name,
+                                        help=f"{what} [default: %(in_force)s]")
+            action.in_force = InForce(name)  # type: ignore[attr-defined]
         else:
-            group.add_argument(flag, type=KINDS[name], action=_Checked, metavar="N" if KINDS[name] is int else "X",
-                               help=f"{what} [{kind_text(name)}; default: {shown(SETTINGS[name].default)}]")
+            action = group.add_argument(flag, type=KINDS[name], action=_Checked, metavar="N" if KINDS[name] is int
+                                        else "X", help=f"{what} [{kind_text(name)}; default: %(in_force)s]")
+            action.in_force = InForce(name)  # type: ignore[attr-defined]
     group.add_argument("--protect-file", metavar="FILE", help="file of protected words, one per line")
     group.add_argument("--set", action="append", default=[], type=_setting, metavar="NAME=VALUE", dest="settings",
                        help="any decoding setting by its name, VALUE parsed as JSON when it can be, "
                             "e.g. --set use_lm=false --set top_k=10; repeatable, applied after the flags above")
+
+
+class InForce:
+    """A setting's value in force for the shipped bundle (its tuned defaults over the declarations), as ``--help``
+    shows it: read from the bundle's manifest and ranker only when the help is printed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        value = shipped_values().get(self.name, SETTINGS[self.name].default)
+        return ("on" if value else "off") if KINDS[self.name] is bool else shown(value)
+
+
+@functools.cache
+def shipped_values() -> dict[str, Any]:
+    """The settings in force for the default bundle (what ``python -m corrector settings`` lists); the declarations
+    when it cannot be read."""
+    from corrector.bundle import Bundle
+    from corrector.config import in_force
+    from corrector.model_path import default_model_path
+    from corrector.rank import RankerWeights
+
+    try:
+        bundle = Bundle.load(default_model_path())
+        return in_force(bundle.corrector_defaults, RankerWeights.of_bundle(bundle).meta.get("shortlist")).to_dict()
+    except Exception:  # noqa: BLE001  (help text only: fall back to the declarations)
+        return {}
 
 
 class _Checked(argparse.Action):
