@@ -138,8 +138,14 @@ def test_parquet_input_and_parquet_output(model, forced, tmp_path):
     parts = part_files(out_pq)
     assert [p.name for p in parts] == ["part-00000.parquet", "part-00001.parquet"]
     got = [row for p in parts for row in pq.read_table(p).to_pylist()]
-    assert got == [{**w, "id": str(w["id"])} for w in want]  # non-string ids are written as JSON text
+    assert got == want  # before: the integer ids came out as strings (issue 72, 11)
+    assert all(pq.read_schema(p).field("id").type == pa.int64() for p in parts)
     assert read_errors(out_pq) == read_errors(out_jsonl)
+    mixed = tmp_path / "mixed.jsonl"  # ids of any other kind, or from JSONL: strings as they are, others as JSON
+    mixed.write_text("\n".join(json.dumps({"id": i, "text": TEXTS[0]}) for i in (7, "x7", [1])) + "\n",
+                     encoding="utf-8")
+    assert batch("-i", mixed, "-o", tmp_path / "mixed", "--format", "parquet", *model).code == 0
+    assert [r["id"] for p in part_files(tmp_path / "mixed") for r in pq.read_table(p).to_pylist()] == ["7", "x7", "[1]"]
 
 
 def test_directory_and_glob_inputs_in_name_order(model, forced, tmp_path):

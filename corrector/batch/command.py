@@ -20,6 +20,7 @@ from corrector.batch.inputs import (
     InputFile,
     ReadOptions,
     find_inputs,
+    integer_ids,
     parquet_module,
     plan_shards,
 )
@@ -78,7 +79,8 @@ def run_batch(argv: list[str]) -> int:
                      str(Path(args.lm).resolve()) if args.lm else None)
     fixer = spec.load()  # a bad bundle or setting fails here, before any output is written
 
-    out = OutputDir(Path(args.output), args.format, len(shards))
+    out = OutputDir(Path(args.output), args.format, len(shards),
+                    integer_ids=args.format == "parquet" and integer_ids(files, opts.id_field))
     out.prepare(_job(args, files, spec, opts))
     pending = [s for s in shards if not out.done(s.index)]
     from tqdm import tqdm

@@ -164,6 +164,19 @@ def _open_parquet(path: str, name: str):
         raise CorrectorError(f"{name} is not a readable Parquet file: {str(e).splitlines()[0][:200]}") from None
 
 
+def integer_ids(files: list[InputFile], id_field: str) -> bool:
+    """Whether every input is Parquet with an integer ``id_field`` column (the output keeps such ids integers)."""
+    if not files or any(f.format != "parquet" for f in files):
+        return False
+    import pyarrow as pa
+
+    for f in files:
+        schema = _open_parquet(f.path, f.name).schema_arrow
+        if id_field not in schema.names or not pa.types.is_integer(schema.field(id_field).type):
+            return False
+    return True
+
+
 def parquet_module():
     """pyarrow.parquet, or a clear error when the 'distributed' extra is not installed."""
     try:

@@ -62,6 +62,8 @@ def run_ray(spec: ModelSpec, shards: list[Shard], opts: ReadOptions, *, batch_si
     ray = ray_module()
     started = not ray.is_initialized()
     if started:
+        # Ray's notice that a local runtime has token authentication on (its default, and what we want) is no warning
+        logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
         try:
             ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
                      logging_level=logging.WARNING, log_to_driver=False)

@@ -41,9 +41,11 @@ class ShardStats:
 
 
 class OutputDir:
-    def __init__(self, root: Path, fmt: str, n_shards: int):
+    def __init__(self, root: Path, fmt: str, n_shards: int, integer_ids: bool = False):
+        """``integer_ids``: the inputs' ids are integers (``inputs.integer_ids``): Parquet parts keep them so."""
         self.root = root
         self.fmt = fmt
+        self.integer_ids = integer_ids
         self.width = max(5, len(str(max(n_shards - 1, 0))))  # names sort in input order
         self.state = root / STATE
 
@@ -106,7 +108,7 @@ class OutputDir:
     def _open(self, shard: Shard) -> _ShardWriter:
         part = self.part(shard.index)
         tmp = part.with_name(f".{part.name}{TMP}")
-        return _ParquetShard(shard, tmp) if self.fmt == "parquet" else _JsonlShard(shard, tmp)
+        return _ParquetShard(shard, tmp, self.integer_ids) if self.fmt == "parquet" else _JsonlShard(shard, tmp)
 
     def _finish(self, w: _ShardWriter) -> None:
         w.close()
@@ -175,9 +177,10 @@ class _JsonlShard(_ShardWriter):
 
 
 class _ParquetShard(_ShardWriter):
-    """Columns file, line, id (a string id as is, any other id as JSON; null when none), source, target, edits."""
+    """Columns file, line, id (an integer column when the inputs' ids are integers; else a string id as is and any
+    other as JSON; null when none), source, target, edits."""
 
-    def __init__(self, shard: Shard, tmp: Path):
+    def __init__(self, shard: Shard, tmp: Path, integer_ids: bool = False):
         super().__init__(shard, tmp)
         import pyarrow as pa
 
@@ -185,14 +188,17 @@ class _ParquetShard(_ShardWriter):
         self.pq = parquet_module()
         edit = pa.struct([("position", pa.int64()), ("source", pa.string()), ("target", pa.string()),
                           ("confidence", pa.float64()), ("reason", pa.string())])
-        self.schema = pa.schema([("file", pa.string()), ("line", pa.int64()), ("id", pa.string()),
+        self.integer_ids = integer_ids
+        self.schema = pa.schema([("file", pa.string()), ("line", pa.int64()), ("id", pa.int64() if integer_ids else pa.string()),
                                  ("source", pa.string()), ("target", pa.string()), ("edits", pa.list_(edit))])
         self.writer = self.pq.ParquetWriter(str(tmp), self.schema)
         self.rows: list[dict[str, Any]] = []
 
     def write(self, row: dict[str, Any]) -> None:
         rid = row.get("id")
-        self.rows.append({**row, "id": rid if rid is None or isinstance(rid, str) else json.dumps(rid)})
+        if not self.integer_ids:
+            rid = rid if rid is None or isinstance(rid, str) else json.dumps(rid)
+        self.rows.append({**row, "id": rid})
         if len(self.rows) >= PARQUET_ROWS:
             self._flush()
 
