@@ -16,6 +16,8 @@
 * **No protocol switch.** The service has no WebSocket endpoint: a request asking to upgrade stays an HTTP
   request (``upgrade_refusal`` answers a WebSocket one with a JSON 400), so its connection is released like any
   other, whichever WebSocket library is installed, and uvicorn's two warning lines per such request are not written.
+* **Shutdown.** An idle keep-alive connection stays open ``DRAIN_S`` after the shutdown begins: a request its
+  client sent just then gets a JSON 503 (``Retry-After``) and a close, not a reset.
 * **Absolute-form targets.** ``POST http://host/correct`` is ``POST /correct`` (RFC 9112 3.2.2).
 * **Ambiguous framing refused.** A request with both Content-Length and Transfer-Encoding is a 400 and the
   connection is closed (RFC 9112 6.1: the way request smuggling starts).
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import math
 import re
@@ -51,6 +54,7 @@ MAX_REASON = 200  # characters of h11's reason kept in the answer
 COUNT_REFUSED = "csc.count_refused"  # lifespan state key: called with the cap ("server", "client") per refusal
 LOG_EVERY_S = 10.0  # refused connections are logged at most once in this many seconds, with their count
 LINGER_S = 1.0  # a refused connection is closed this long after its answer, or when the client closes first
+DRAIN_S = 1.0  # at shutdown, an idle keep-alive connection answers a request that arrives this long with a 503
 DETAILS = {"client": "too many open connections from your address; close some or retry shortly",
            "server": "too many open connections; retry shortly"}
 
@@ -171,6 +175,7 @@ class GuardedH11Protocol(H11Protocol):
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = False  # bytes of the next request arrived since the timer started
         self._refused = False  # answered with a 503 at connection time (over a cap)
+        self._draining = False  # idle when the shutdown began: kept open ``DRAIN_S`` to answer a late request
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -224,9 +229,35 @@ class GuardedH11Protocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:  # answered already: what it sends is dropped until the linger ends
             return
+        if self._draining and data:  # a request sent as the shutdown began: a 503 to retry elsewhere, not a reset
+            self._draining = False
+            self._stop_header_timer()
+            self.transport.write(raw_response(503, "Service Unavailable", "the service is shutting down; retry the "
+                                              "request", b"retry-after: 5\r\n"))
+            self.transport.close()
+            return
         if self._header_timer is not None and data:
             self._header_bytes = True
         super().data_received(data)
+
+    def shutdown(self) -> None:
+        """The server's graceful shutdown: an idle keep-alive connection stays open ``DRAIN_S`` more, so that a
+        request its client sent as the shutdown began gets a 503 and a close instead of a reset; others as uvicorn."""
+        idle = self.cycle is None or self.cycle.response_complete
+        if idle and not self._refused and not self.transport.is_closing():
+            self._stop_header_timer()
+            self._draining = True
+            self._header_timer = self.loop.call_later(DRAIN_S, self._drained)
+            return
+        super().shutdown()
+
+    def _drained(self) -> None:
+        self._header_timer = None
+        self._draining = False
+        if not self.transport.is_closing():
+            with contextlib.suppress(h11.LocalProtocolError):
+                self.conn.send(h11.ConnectionClosed())
+            self.transport.close()
 
     def eof_received(self) -> None:
         if self._refused:  # the client read its answer and left: close now

@@ -61,7 +61,7 @@ def stop_gracefully(proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @contextmanager
-def in_thread(corrector: Any, **settings: Any) -> Iterator[tuple[str, int]]:
+def in_thread(corrector: Any, **settings: Any) -> Iterator[Address]:
     """``create_app(ServiceSettings(**settings), corrector=corrector)`` under uvicorn in a thread on 127.0.0.1,
     with the protocol and keep-alive timeout ``python -m service`` uses; yields (host, port)."""
     import uvicorn
@@ -82,10 +82,22 @@ def in_thread(corrector: Any, **settings: Any) -> Iterator[tuple[str, int]]:
         assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
         time.sleep(0.05)
     try:
-        yield "127.0.0.1", port
+        yield Address(("127.0.0.1", port), server)
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+class Address(tuple):
+    """(host, port) of a server in a thread, with its ``uvicorn.Server`` (``server.should_exit = True`` is what
+    SIGTERM does)."""
+
+    server: Any
+
+    def __new__(cls, address: tuple[str, int], server: Any) -> Address:
+        self = super().__new__(cls, address)
+        self.server = server
+        return self
 
 
 def wait_ready(proc: subprocess.Popen, base: str, log: Path, timeout: float = 180) -> dict:

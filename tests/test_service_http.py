@@ -475,3 +475,32 @@ def test_accept_errors_are_one_line_per_interval(caplog):
     assert sum("could not be accepted" in line for line in lines) == 1
     assert "1 connection(s) could not be accepted" in lines[0] and "Too many open files" in lines[0]
     assert any("something else" in line for line in lines) and len(lines) == 2, lines
+
+
+def test_a_request_sent_as_the_shutdown_begins_gets_a_503_not_a_reset():
+    """Before: requests sent on idle keep-alive connections just after SIGTERM got a reset (issue 72, 6). Now the
+    idle connection stays open a moment and answers a JSON 503 with Retry-After, then closes."""
+    with in_thread(Echo()) as address:
+        with connect(address) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert read_response(s)[0] == 200  # now idle, kept alive
+            address.server.should_exit = True  # what SIGTERM does
+            time.sleep(0.3)  # the shutdown has begun: the listener is closed
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            status, headers, body = read_response(s)
+            assert status == 503 and headers["retry-after"] == "5" and headers["connection"] == "close"
+            assert json.loads(body) == {"detail": "the service is shutting down; retry the request"}
+            assert closed_by_server(s)
+        with pytest.raises(OSError):
+            connect(address)  # no new connection is accepted
+
+
+def test_an_idle_connection_closes_soon_after_the_shutdown_begins():
+    from service.protocol import DRAIN_S
+
+    with in_thread(Echo()) as address, connect(address) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(s)[0] == 200
+        start = time.monotonic()
+        address.server.should_exit = True
+        assert closed_by_server(s) and time.monotonic() - start < DRAIN_S + 1
