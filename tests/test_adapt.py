@@ -150,3 +150,38 @@ def test_threshold_is_the_lowest_that_changes_fewer_held_out_lines() -> None:
     assert choose_threshold(3, [5, 3, 2, 2, 0], grid) == 0.5  # one fewer than the base bundle's 3
     assert choose_threshold(0, [2, 1, 0, 0, 0], grid) == 0.5  # the base changes none: none
     assert choose_threshold(1, [4, 3, 2, 2, 1], grid) == 0.7  # none passes: the highest tried
+
+
+def test_the_text_read_can_be_capped(tmp_path: Path) -> None:
+    """Before: adapt had no way to cap its input (issue 72, 8). The first lines are taken, never one past a cap."""
+    from corrector.adapt.adapted_bundle import read_texts
+
+    (tmp_path / "a.txt").write_text("一二三\n\n四五\n六七八九\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("十\n", encoding="utf-8")
+    spec = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    assert read_texts(spec)[0] == ["一二三", "四五", "六七八九", "十"]
+    assert read_texts(spec, max_lines=2)[0] == ["一二三", "四五"]
+    assert read_texts(spec, max_chars=8)[0] == ["一二三", "四五"]  # 六七八九 would make 9
+    assert read_texts(spec, max_chars=9)[0] == ["一二三", "四五", "六七八九"]
+    assert read_texts(spec, max_chars=10)[0] == ["一二三", "四五", "六七八九", "十"]
+    run = subprocess.run([sys.executable, "-m", "corrector", "adapt", "--text", spec[0], "--out", str(tmp_path / "o"),
+                          "--max-chars", "1"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode != 0 and run.stderr.strip() == "--max-chars must be at least 2"
+
+
+def test_a_long_step_says_so_while_it_runs(capsys) -> None:
+    """Before: over five minutes without a line between two steps on a 5.4M-character text (issue 72, 8)."""
+    import time
+
+    from corrector.adapt.adapted_bundle import _Steps
+
+    steps = _Steps(every=0.05)
+    try:
+        steps("the text's model over all 9 lines, interpolated")
+        time.sleep(0.3)
+    finally:
+        steps.close()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "the text's model over all 9 lines, interpolated"
+    assert len(err) >= 3 and all(line.startswith("  ... the text's model over all 9 lines, interpolated: ")
+                                 and line.endswith(" s so far") for line in err[1:])

@@ -28,7 +28,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,23 +39,42 @@ THRESHOLD_STEP = 0.01
 THRESHOLD_SPAN = 0.25  # thresholds tried either side of the base bundle's
 
 
-def read_texts(specs: Sequence[str], text_field: str = "text") -> tuple[list[str], list[str]]:
-    """The non-empty lines (texts) of every input, in order, and the names of the files read."""
+def read_texts(specs: Sequence[str], text_field: str = "text", max_lines: int | None = None,
+               max_chars: int | None = None) -> tuple[list[str], list[str]]:
+    """The non-empty lines (texts) of every input, in order, and the names of the files read; at most ``max_lines``
+    lines and ``max_chars`` characters (the first ones: a line that would pass the cap is not taken)."""
     from corrector.batch.inputs import ReadOptions, find_inputs, plan_shards, read_shard
     from corrector.text.files import open_text
 
     opts = ReadOptions(text_field=text_field, max_chars=10**9)
     lines: list[str] = []
     names: list[str] = []
+    room = [max_lines if max_lines is not None else math.inf, max_chars if max_chars is not None else math.inf]
+
+    def take(texts: Iterable[str]) -> bool:
+        """Add ``texts`` until a cap is reached; False once it is."""
+        for x in texts:
+            x = x.strip()
+            if not x:
+                continue
+            if room[0] < 1 or room[1] < len(x):
+                return False
+            lines.append(x)
+            room[0] -= 1
+            room[1] -= len(x)
+        return True
+
     for spec in specs:
         for f in find_inputs(spec):
             names.append(f.name)
             if f.path.endswith((".gz", ".xz")):
                 with open_text(Path(f.path), errors="replace") as fh:
-                    lines.extend(x.strip() for x in fh if x.strip())
+                    if not take(fh):
+                        return lines, names
                 continue
             for shard in plan_shards([f], 1 << 30, opts):
-                lines.extend(r["text"].strip() for r in read_shard(shard, opts) if not r["error"] and r["text"].strip())
+                if not take(r["text"] for r in read_shard(shard, opts) if not r["error"]):
+                    return lines, names
     return lines, names
 
 
@@ -193,6 +212,9 @@ def parser(prog: str = "python -m corrector adapt") -> argparse.ArgumentParser:
                                                       "keep all)")
     ap.add_argument("--min-count", type=int, default=5, help="times a new word must occur to be kept as written")
     ap.add_argument("--weight", type=float, help="the text's model's weight (default: chosen on held-out lines)")
+    ap.add_argument("--max-lines", type=int, metavar="N", help="read at most the first N lines of the text")
+    ap.add_argument("--max-chars", type=int, metavar="N", help="read at most the first N characters of the text "
+                    "(time and memory grow with it: about 1 minute and 0.4 GB per million characters on 2 cores)")
     return ap
 
 
@@ -205,36 +227,62 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m corrector ada
     base = args.model if args.model is not None else default_model_path()
     if args.out.resolve() == Path(base).resolve():
         raise SystemExit("--out must differ from the bundle adapted")
+    for name in ("max_lines", "max_chars"):
+        if getattr(args, name) is not None and getattr(args, name) < 2:
+            raise SystemExit(f"--{name.replace('_', '-')} must be at least 2")
     t0 = time.time()
     steps = _Steps()
-    lines, files = read_texts(args.text, args.text_field)
-    steps(f"read {len(lines):,} lines, {sum(len(x) for x in lines):,} characters from {len(files)} file(s)")
-    facts = adapt_bundle(Path(base), lines, args.out, prune=args.prune, min_count=args.min_count,
-                         weight=args.weight, files=files, log=steps)
-    lm = facts["lm"]
-    steps(f"wrote {args.out} in {time.time() - t0:.0f}s: weight {lm['weight']:.3f}, held-out perplexity "
-          f"{lm['heldout_perplexity_base']:.1f} -> {lm['heldout_perplexity_interpolated']:.1f}, "
-          f"{facts['domain_words']['count']:,} domain words, threshold {facts['threshold']['adapted']:.2f}")
-    steps.close()
+    try:
+        lines, files = read_texts(args.text, args.text_field, args.max_lines, args.max_chars)
+        capped = " (capped by --max-lines / --max-chars)" if args.max_lines or args.max_chars else ""
+        steps(f"read {len(lines):,} lines, {sum(len(x) for x in lines):,} characters from {len(files)} file(s){capped}")
+        facts = adapt_bundle(Path(base), lines, args.out, prune=args.prune, min_count=args.min_count,
+                             weight=args.weight, files=files, log=steps)
+        lm = facts["lm"]
+        steps(f"wrote {args.out} in {time.time() - t0:.0f}s: weight {lm['weight']:.3f}, held-out perplexity "
+              f"{lm['heldout_perplexity_base']:.1f} -> {lm['heldout_perplexity_interpolated']:.1f}, "
+              f"{facts['domain_words']['count']:,} domain words, threshold {facts['threshold']['adapted']:.2f}")
+    finally:
+        steps.close()
     return 0
 
 
-class _Steps:
-    """One progress line per step on stderr (a bar while the steps run, when stderr is a terminal)."""
+HEARTBEAT_S = 30.0  # a step that runs longer says so on stderr this often
 
-    def __init__(self) -> None:
+
+class _Steps:
+    """One progress line per step on stderr (a bar while the steps run, when stderr is a terminal), and, when a step
+    runs long, a line every ``HEARTBEAT_S`` naming it and its time so far."""
+
+    def __init__(self, every: float = HEARTBEAT_S) -> None:
+        import threading
+
         from tqdm import tqdm
 
         self.bar: Any = tqdm(total=7, desc="adapt", file=sys.stderr, leave=False, disable=not sys.stderr.isatty(),
                              bar_format="{desc} {bar} {n}/{total}")
+        self.step, self.since, self.every = "reading the text", time.monotonic(), every
+        self.done = threading.Event()
+        self.beat = threading.Thread(target=self._beat, daemon=True)
+        self.beat.start()
 
-    def __call__(self, msg: str) -> None:
+    def _write(self, msg: str) -> None:
         if self.bar.disable:
             sys.stderr.write(msg + "\n")
             sys.stderr.flush()
         else:
             self.bar.write(msg, file=sys.stderr)
+
+    def _beat(self) -> None:
+        while not self.done.wait(self.every):
+            self._write(f"  ... {self.step}: {time.monotonic() - self.since:.0f} s so far")
+
+    def __call__(self, msg: str) -> None:
+        self._write(msg)
+        if not self.bar.disable:
             self.bar.update(1)
+        self.step, self.since = msg.strip().split(" (")[0][:80], time.monotonic()
 
     def close(self) -> None:
+        self.done.set()
         self.bar.close()
