@@ -82,3 +82,41 @@ def test_fit_without_the_ranker_step_needs_a_fitted_ranker(tiny_bundle, tmp_path
 
     with pytest.raises(SystemExit, match="no fitted ranker.json"):
         fit.main(["--model", str(tiny_bundle), "--data", str(tmp_path), "--steps", "veto"])
+
+
+def test_a_thinned_table_keeps_every_error_and_fits_as_the_whole_does():
+    """Before: a tiny random pair flags every character, and from_pretrained fitted on 1.34M rows (1,409 s a fit;
+    issue 72, 7). A table thinned to a row budget keeps every site with an error and a sample of the others, each
+    weighted by one over the share sampled: the fitted weights stay those of the whole table."""
+    pytest.importorskip("torch")
+    import numpy as np
+
+    from corrector.features import COL, FEATURES
+    from training.fitting.conditional_logit import fit_conditional_logit
+    from training.fitting.table import Table
+
+    rng = np.random.default_rng(1)
+    n_sites, per = 6000, 4
+    site = np.repeat(np.arange(n_sites), per)
+    X = np.zeros((n_sites * per, len(FEATURES)))
+    X[::per, COL["keep"]] = 1.0  # each site's first row keeps the character
+    X[:, COL["rtd"]] = rng.normal(size=len(site))
+    X[:, COL["pinyin"]] = rng.normal(size=len(site))
+    score = 4.5 * X[:, COL["keep"]] + 1.5 * X[:, COL["pinyin"]]  # the truth
+    p = np.exp(score).reshape(n_sites, per)
+    p /= p.sum(1, keepdims=True)
+    gold = np.array([rng.choice(per, p=q) for q in p])
+    label = np.zeros(len(site), bool)
+    label[np.arange(n_sites) * per + gold] = True
+    t = Table(X, site, label, erroneous=gold != 0, reachable=np.ones(n_sites, bool))
+    thin = t.thinned(8000, seed=0)
+    assert len(thin.X) <= 8000 * 1.1 and thin.erroneous.sum() == t.erroneous.sum()
+    assert thin.weight is not None and set(np.round(thin.weight[thin.erroneous], 6)) == {1.0}
+    assert t.thinned(10**9) is t  # within the budget: the table itself
+    whole = fit_conditional_logit(t, ["keep", "pinyin", "rtd"]).linear
+    part = fit_conditional_logit(thin, ["keep", "pinyin", "rtd"]).linear
+    assert abs(whole["keep"] - 4.5) < 0.3 and abs(part["keep"] - whole["keep"]) < 0.25, (whole, part)
+    assert abs(part["pinyin"] - whole["pinyin"]) < 0.25 and abs(part["rtd"]) < 0.2
+    unweighted = fit_conditional_logit(Table(thin.X, thin.site, thin.label, thin.erroneous, thin.reachable),
+                                       ["keep", "pinyin", "rtd"]).linear
+    assert unweighted["keep"] < part["keep"] - 0.5  # without the weights, keeping looks much rarer than it is

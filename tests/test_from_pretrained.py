@@ -73,6 +73,11 @@ def test_a_published_style_pair_becomes_a_bundle_that_corrects(tmp_path: Path, d
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["provenance"]["shape"]["discriminator"]["hidden"] == 16
     assert manifest["vocab_size"] == 21128 and "candidates/candidates.npz" in manifest["files"]
+    # scaled to what the pair needs (issue 72, 7): a random pair flags every character, so the floor keeps the
+    # ranker's rows and each dev decode to the most suspect 15%; a line per step
+    assert manifest["corrector_defaults"]["rtd_floor"] > 0.003
+    assert all(f"] {what}" in res.stdout for what in ("loading the pair", "exporting the networks", "the RTD floor",
+                                                       "fitting the ranker", "done"))
 
 
 def test_a_pair_without_a_generator_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from corrector.bundle import CANDIDATES_DIR, LM_DIR, SIMILARITY_DIR, Bundle
@@ -30,6 +31,10 @@ from corrector.evidence.similarity import SimilarityTables
 from corrector.types import CorrectorError
 
 STEPS = "ranker,threshold"
+MAX_ROWS = 200_000  # the ranker's training rows at most (``ranker --max-rows``): a few minutes a fit on 2 cores
+LOOKED_AT = 0.15  # the share of the dev split's characters the generator and the ranker look at, at most (rtd_floor)
+SHORTLIST = 8  # candidates a site in the rows and the one shortlist tried on dev: a pair not fine-tuned for spelling
+# flags most characters, and each dev decode (a threshold sweep each way, the calibration) scores all of them
 
 
 def pair_dirs(pretrained: Path | None, discriminator: Path | None, generator: Path | None) -> tuple[Path, Path]:
@@ -53,6 +58,36 @@ def shape_of(config) -> dict:
             "vocab": config.vocab_size, "max_positions": config.max_position_embeddings}
 
 
+def rtd_floor_for(bundle: Path, texts: list[str], looked_at: float = LOOKED_AT) -> float:
+    """The RTD floor at which the bundle's discriminator flags at most ``looked_at`` of the characters of ``texts``
+    (never below the decoder's default floor): a pair not fine-tuned for spelling scores most characters as
+    suspects, and each suspect costs the generator's head, the candidates and the ranker. A pair whose scores are
+    low on correct text keeps the default floor."""
+    import numpy as np
+
+    from corrector import Corrector
+    from corrector.config import SETTINGS
+
+    fix = Corrector.load(bundle, device="cpu")
+    prepared = fix.prepare(texts)
+    scores: list[np.ndarray] = []
+    for batch in prepared.batches:
+        width = max(len(c.enc.ids) for c in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64)
+        attn = np.zeros((len(batch), width), dtype=np.int64)
+        for r, c in enumerate(batch):
+            ids[r, : len(c.enc.ids)], attn[r, : len(c.enc.ids)] = c.enc.ids, 1
+        p = fix.networks.discriminate(ids, attn)
+        for r, c in enumerate(batch):
+            editable = np.flatnonzero(np.asarray(c.enc.char_pos) >= 0)
+            scores.append(p[r, editable])
+    default = float(SETTINGS["rtd_floor"].default)
+    allp = np.concatenate(scores) if scores else np.zeros(0)
+    if not len(allp):
+        return default
+    return round(max(default, float(np.quantile(allp, 1.0 - looked_at))), 6)
+
+
 def char_counts(base: Bundle) -> dict[str, int]:
     """Each character's corpus count, as the base bundle's similarity tables hold it."""
     tables = SimilarityTables.load(base.file(SIMILARITY_DIR))
@@ -68,7 +103,13 @@ def build(discriminator: Path, generator: Path, out: Path, data: Path, base_dir:
 
     from .export import Evidence, load_pair, update_bundle, write_bundle
 
+    t0 = time.time()
+
+    def step(what: str) -> None:
+        print(f"[{time.time() - t0:5.0f} s] {what}", flush=True)
+
     base = Bundle.load(base_dir)
+    step(f"loading the pair ({discriminator}, {generator})")
     disc, gen, vocab = load_pair(discriminator, generator)
     provenance = {"source": {"discriminator": discriminator.name, "generator": generator.name},
                   "shape": {"discriminator": shape_of(disc.config), "generator": shape_of(gen.config)},
@@ -76,20 +117,29 @@ def build(discriminator: Path, generator: Path, out: Path, data: Path, base_dir:
                   "ranker_fitted_on": f"the dev split (the first {holdout} sighan_train pairs)"}
     evidence = Evidence(lm=base.file(LM_DIR) if base.file(LM_DIR).is_dir() else None,
                         candidates=base.file(CANDIDATES_DIR) if base.file(CANDIDATES_DIR).is_dir() else None)
+    step("exporting the networks to ONNX (checked against torch, with int8 copies) and the tables")
     write_bundle(disc, gen, vocab, out, name=name or out.name, char_freq=char_counts(base), provenance=provenance,
                  half=False, evidence=evidence,
                  max_seq_len=min(128, disc.config.max_position_embeddings))
+    pairs = dev_pairs(data, holdout)
+    step(f"the RTD floor: at most {LOOKED_AT:.0%} of the dev split's characters looked at")
+    floor = rtd_floor_for(out, [src for src, _ in pairs])
+    update_bundle(out, Evidence(), corrector_defaults={"rtd_floor": floor})
+    step(f"  rtd_floor {floor:g}")
     with tempfile.TemporaryDirectory(prefix="csc-pretrained-") as tmp:
         dev, counted = Path(tmp) / "dev_split.tsv", Path(tmp) / "none.tsv"
-        write_pairs(dev, dev_pairs(data, holdout))
+        write_pairs(dev, pairs)
         write_pairs(counted, [])
         ranker = Path(tmp) / "ranker.json"
         # the dev split's pairs are in none of the base bundle's counts: they are fitted on as --synthetic-pairs
         # are (not counted leave-one-out), and no counted real pair joins them
+        step(f"fitting the ranker and its threshold on the dev split ({holdout:,} pairs, at most {MAX_ROWS:,} rows)")
         fit.main(["--model", str(out), "--data", str(data), "--holdout", str(holdout), "--steps", STEPS,
                   "--train-pairs", str(counted), "--synthetic-pairs", str(dev), "--out", str(ranker),
-                  "--report", str(Path(tmp) / "fit.json")])
+                  "--report", str(Path(tmp) / "fit.json"), "--max-rows", str(MAX_ROWS), "--shortlist", str(SHORTLIST),
+                  "--try-shortlists", str(SHORTLIST)])
         update_bundle(out, Evidence(ranker=ranker))
+    step("done")
     return provenance
 
 

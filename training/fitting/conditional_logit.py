@@ -34,6 +34,9 @@ def fit_conditional_logit(t: Table, features: list[str], hidden: int = 0, l2: fl
     n = int(site.max()) + 1
     label_rows = torch.tensor(np.flatnonzero(t.label), dtype=torch.long)
     label_sites = site[label_rows]
+    sw = None if t.weight is None else torch.tensor(t.weight, dtype=torch.float64)[label_sites]  # Table.thinned
+    if sw is not None:
+        sw = sw / sw.mean()
     d = len(features)
     w = torch.zeros(d, dtype=torch.float64, requires_grad=True)
     U = (0.3 * torch.randn(d, hidden, dtype=torch.float64)).requires_grad_()
@@ -49,7 +52,8 @@ def fit_conditional_logit(t: Table, features: list[str], hidden: int = 0, l2: fl
             s = s + torch.tanh(X @ U + c) @ v
         m = torch.full((n,), -1e30, dtype=torch.float64).scatter_reduce(0, site, s, "amax")
         z = torch.zeros(n, dtype=torch.float64).index_add(0, site, torch.exp(s - m[site]))
-        nll = (m + torch.log(z))[label_sites].mean() - s[label_rows].mean()
+        nll = ((m + torch.log(z))[label_sites].mean() - s[label_rows].mean() if sw is None
+               else (sw * ((m + torch.log(z))[label_sites] - s[label_rows])).mean())
         loss = nll + l2 * sum((p * p).sum() for p in params)
         loss.backward()
         return loss

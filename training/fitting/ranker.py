@@ -54,6 +54,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="products of two features added to the linear part: a comma list of a*b (default: "
                          "training.fitting.ranker.PRODUCTS), 'none', or 'none' and a list (each variant tried on dev)")
     ap.add_argument("--limit", type=int, default=0, help="use only this many training pairs (quick runs)")
+    ap.add_argument("--max-rows", type=int, default=0, help="fit on at most about this many training rows: every "
+                    "site with an error and a weighted sample of the others (Table.thinned); 0: all")
     ap.add_argument("--fit-lm", type=Path, help="character LM the training rows are scored with (default: the "
                     "bundle's); give one built without --in-domain when the bundle's LM counted the training pairs' "
                     "targets, so that a pair's own text is no evidence for itself. Dev always uses the bundle's")
@@ -136,7 +138,12 @@ def fit(fix: Corrector, decoding: Folds, a: argparse.Namespace) -> tuple[RankerW
     rows = cached(f"train_rows_s{a.shortlist}{tag}", lambda: Table.concat(
         [extract(f, ps, shortlist=a.shortlist, leave_one_out=loo) for f, ps in fit.groups(train)]
         + [extract(f, ps, shortlist=a.shortlist, leave_one_out=False) for f, ps in fit.groups(synthetic)]))
-    print(f"{len(rows.X):,} training rows ({time.time() - t0:.0f} s)", flush=True)
+    if a.max_rows and len(rows.X) > a.max_rows:
+        report["rows_before_thinning"] = len(rows.X)
+        rows = rows.thinned(a.max_rows)
+    print(f"{len(rows.X):,} training rows" + (f" (of {report['rows_before_thinning']:,}: every site with an error, a "
+          "weighted sample of the others)" if "rows_before_thinning" in report else "")
+          + f" ({time.time() - t0:.0f} s)", flush=True)
     grid = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.3 ... 0.9
     best: dict | None = None
     parts = [p for p in a.products.split(",") if p]
@@ -201,7 +208,9 @@ def fit(fix: Corrector, decoding: Folds, a: argparse.Namespace) -> tuple[RankerW
             "dev_lm": "cross-fitted folds (as the rows)" if a.fit_lm_folds else "the bundle's",
             "row_counts": report["row_counts"],
             "dev_counts": "the bundle's" if loo else "cross-fitted folds (as the rows)",
-            "candidate_recall_dev": report["candidate_recall_dev"], "seconds": round(time.time() - t0)}
+            "candidate_recall_dev": report["candidate_recall_dev"], "seconds": round(time.time() - t0),
+            **({"rows": len(rows.X), "rows_before_thinning": report["rows_before_thinning"]}
+               if "rows_before_thinning" in report else {})}
     print(f"hidden {best['hidden']}, shortlist {best['shortlist']}, threshold {best['threshold_lm']} "
           f"(no LM {best['threshold_no_lm']}) ({time.time() - t0:.0f} s)", flush=True)
     return RankerWeights(best["with_lm"], best["no_lm"], short_w, best["threshold_lm"], best["threshold_no_lm"],
