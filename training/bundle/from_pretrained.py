@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from corrector.bundle import CANDIDATES_DIR, LM_DIR, SIMILARITY_DIR, Bundle
 from corrector.evidence.similarity import SimilarityTables
@@ -66,9 +67,10 @@ def rtd_floor_for(bundle: Path, texts: list[str], looked_at: float = LOOKED_AT) 
     import numpy as np
 
     from corrector import Corrector
-    from corrector.config import SETTINGS
+    from corrector.config import CorrectorConfig
 
     fix = Corrector.load(bundle, device="cpu")
+    networks: Any = fix.networks  # corrector.runtime.sessions.OnnxNetworks
     prepared = fix.prepare(texts)
     scores: list[np.ndarray] = []
     for batch in prepared.batches:
@@ -77,11 +79,11 @@ def rtd_floor_for(bundle: Path, texts: list[str], looked_at: float = LOOKED_AT) 
         attn = np.zeros((len(batch), width), dtype=np.int64)
         for r, c in enumerate(batch):
             ids[r, : len(c.enc.ids)], attn[r, : len(c.enc.ids)] = c.enc.ids, 1
-        p = fix.networks.discriminate(ids, attn)
+        p = networks.discriminate(ids, attn)
         for r, c in enumerate(batch):
             editable = np.flatnonzero(np.asarray(c.enc.char_pos) >= 0)
             scores.append(p[r, editable])
-    default = float(SETTINGS["rtd_floor"].default)
+    default = CorrectorConfig().rtd_floor
     allp = np.concatenate(scores) if scores else np.zeros(0)
     if not len(allp):
         return default
