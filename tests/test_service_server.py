@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -161,3 +162,41 @@ def test_a_dictionary_file_of_100000_words_protects_them_and_leaves_the_server_r
         assert busy.result()[0] == 200 and len(took) >= 10
         took.sort()
         assert took[int(len(took) * 0.95)] < 0.05 and took[-1] < 0.2, took[-5:]  # measured: at most 12-32 ms
+
+
+def test_a_flood_of_idle_sockets_under_a_small_descriptor_limit_locks_no_one_out(tiny_bundle, tmp_path):
+    """Before: under the common 1,024-descriptor limit, one address holding ~1,100 idle sockets made other clients
+    time out and asyncio wrote a traceback per failed accept (61 MB in 25 s; issue 72, 2), and a WebSocket upgrade
+    held its slot for ever (1). Here the server may open 256 descriptors: its cap is lowered to fit, refused sockets
+    are answered and closed at once, and another address is served throughout."""
+    import socket
+    import time
+
+    port = free_port()
+    cmd = ["prlimit", "--nofile=256:256", sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port),
+           "--model", str(tiny_bundle), "--device", "cpu", "--no-access-log"]
+    log = tmp_path / "server.log"
+    with server(cmd, {}, log, port) as (proc, base):
+        assert "256 file descriptors, at most 192 connections" in log.read_text()
+        held = []
+        try:
+            for _ in range(400):  # one address: 128 accepted (its cap), the rest answered 503 and closed
+                with contextlib.suppress(OSError):
+                    held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            time.sleep(1.5)  # the refused ones' linger ends
+            for _ in range(5):
+                with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=("127.0.0.2", 0)) as s:
+                    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    assert s.recv(200).startswith(b"HTTP/1.1 200 "), "another address was not served"
+                with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=("127.0.0.3", 0)) as s:
+                    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+                    assert s.recv(200).startswith(b"HTTP/1.1 400 Bad Request")
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.5)
+        status, _ = http("GET", f"{base}/health")
+        assert status == 200
+    text = log.read_text()
+    assert "Traceback" not in text and text.count("could not be accepted") <= 2, text[-3000:]
+    assert text.count("refused with 503") <= 2
