@@ -346,3 +346,20 @@ def test_through_a_service_each_request_sends_the_terms_its_texts_write():
     settings = {"threshold": 0.5, "terms": ("移项", "结点", "题意")}
     assert remote._for(["根结点", "简要题意"], settings) == {"threshold": 0.5, "terms": ["结点", "题意"]}
     assert remote._for(["别的"], settings) == {"threshold": 0.5}
+
+
+def test_a_finding_says_when_its_text_is_a_heading_a_link_text_a_table_cell_or_a_label(fake, here, capsys):
+    """Issue 71, 3: a finding whose word is a link text or a label says so (names and labels are where the false
+    alarms of published documents gather); one in running prose says nothing."""
+    (here / "a.md").write_text(
+        "# 以经\n\n"
+        "!!! note \"以经\"\n    正文以经。\n\n"
+        "| 以经 | 值 |\n|---|---|\n| 单元 | [以经](b.md) |\n\n"
+        "段落以经，见[以经](b.md)和![以经](c.png)。\n", encoding="utf-8")
+    code, out, _ = lint(capsys, "a.md", "--format", "json")
+    where = [(f["line"], f["where"]) for f in json.loads(out)["findings"]]
+    assert where == [(1, "heading"), (3, "label"), (4, ""), (6, "table cell"), (8, "link text"), (10, ""),
+                     (10, "link text"), (10, "image description")]
+    code, out, _ = lint(capsys, "a.md", "--color", "never")
+    assert "a.md:8:9: 以经→已经 (0.95, pinyin, in a link text; or 亦)" in out.splitlines()
+    assert "a.md:4:7: 以经→已经 (0.95, pinyin; or 亦)" in out.splitlines()

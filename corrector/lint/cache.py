@@ -16,7 +16,7 @@ from pathlib import Path
 from .check import Raw
 
 FOLDER = ".electra-csc-cache"
-VERSION = "2"  # of the extraction and of this format: a change makes every entry a miss
+VERSION = "3"  # of the extraction and of this format: a change makes every entry a miss
 MAX_ENTRIES = 200_000
 
 
@@ -43,10 +43,10 @@ class Cache:
         rows = self.entries.get(key)
         if not isinstance(rows, list):
             return None
-        return [Raw(int(o), s, t, float(c), r, tuple(a)) for o, s, t, c, r, a in rows]
+        return [Raw(int(o), s, t, float(c), r, tuple(a), w) for o, s, t, c, r, a, w in rows]
 
     def put(self, key: str, raws: list[Raw]) -> None:
-        self.entries[key] = [[r.offset, r.source, r.target, r.confidence, r.reason, list(r.alternatives)]
+        self.entries[key] = [[r.offset, r.source, r.target, r.confidence, r.reason, list(r.alternatives), r.where]
                              for r in raws]
         self.changed = True
 

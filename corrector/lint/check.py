@@ -48,6 +48,7 @@ class Finding:
     word: str = ""  # the word it changes, as written (``words_of``; the character alone when it is no word's)
     word_target: str = ""  # ... and as suggested, with every finding in it
     word_column: int = 0  # the word's 1-based column
+    where: str = ""  # "" in running prose; else what the text is: heading, link text, table cell, label, ...
 
     @property
     def change(self) -> str:
@@ -93,6 +94,7 @@ class Raw:
     confidence: float
     reason: str
     alternatives: tuple[str, ...]
+    where: str = ""  # ``Piece.where``: "" in running prose, else what the text is (a heading, a link text, ...)
 
 
 EditRow = tuple[int, str, str, float, str, tuple[str, ...]]  # position, source, target, confidence, reason,
@@ -147,7 +149,8 @@ def raw_edits(blocks: Sequence[Block], doc: Document,
             at = block.locate(position, len(source))
             if at is None or doc.text[at:at + len(source)] != source:
                 continue
-            out.append(Raw(at, source, target, round(float(confidence), 4), reason, tuple(others)))
+            out.append(Raw(at, source, target, round(float(confidence), 4), reason, tuple(others),
+                           block.where(position)))
     return sorted(set(out), key=lambda r: r.offset)
 
 
@@ -162,7 +165,7 @@ def findings_of(doc: Document, raws: Sequence[Raw], settings: FileSettings, repo
         if line in off or (floor is not None and r.confidence < floor):
             continue
         out.append(Finding(doc.path, r.offset, line, column, r.source, r.target, r.confidence, r.reason,
-                           r.alternatives, doc.line_text(line), r.confidence >= settings.fix))
+                           r.alternatives, doc.line_text(line), r.confidence >= settings.fix, where=r.where))
     return whole_words(words_of(out))
 
 

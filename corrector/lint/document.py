@@ -30,6 +30,7 @@ class Piece:
     text: str
     start: int | None
     prose: bool = True
+    where: str = ""  # "" for running prose, else what the text is (heading, link text, table cell, label, ...)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,15 @@ class Block:
     @property
     def text(self) -> str:
         return "".join(p.text for p in self.pieces)
+
+    def where(self, position: int) -> str:
+        """``Piece.where`` of the piece that holds ``position`` of the block's text ("" for running prose)."""
+        at = 0
+        for p in self.pieces:
+            if at <= position < at + len(p.text):
+                return p.where
+            at += len(p.text)
+        return ""
 
     def locate(self, position: int, length: int = 1) -> int | None:
         """The document offset of ``position`` in the block's text, when the ``length`` characters there lie in one

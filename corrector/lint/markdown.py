@@ -1,7 +1,8 @@
 """Prose in Markdown, found by a CommonMark parser (markdown-it-py) with the syntax of MkDocs Material sites.
 
 Checked: the text of paragraphs, headings, table cells, list items, block quotes, admonition titles and bodies, link
-texts and image descriptions. Never checked: fenced and indented code, inline code, math (``$...$``, ``$$...$$``),
+texts and image descriptions (a finding in a heading, a table cell, a title, a link text or an image description says
+so: ``Piece.where``). Never checked: fenced and indented code, inline code, math (``$...$``, ``$$...$$``),
 URLs and link targets, HTML tags and attributes, front matter
 (``---`` YAML and MkDocs' ``key: value`` lines at the top). An HTML block's text is read as HTML, its attributes
 never. Admonitions (``!!!``, ``???``, ``???+``) and content tabs
@@ -52,9 +53,14 @@ def markdown_blocks(doc: Document) -> list[Block]:
         return starts[line] if line < len(starts) else len(src)
 
     blocks: list[Block] = []
+    container = ""  # what the next inline token is: a heading, a table cell, an admonition's title, or prose
     for token in parser().parse(src):
+        if token.type in CONTAINERS:
+            container = CONTAINERS[token.type]
+        elif token.type.endswith("_close"):
+            container = ""
         if token.type == "inline" and token.map:
-            block = _inline_block(token, src, offset(token.map[0]), offset(token.map[1]))
+            block = _inline_block(token, src, offset(token.map[0]), offset(token.map[1]), container)
             if block is not None:
                 blocks.append(block)
         elif token.type == "html_block" and token.map:
@@ -63,11 +69,17 @@ def markdown_blocks(doc: Document) -> list[Block]:
     return blocks
 
 
-def _inline_block(token: Any, src: str, lo: int, hi: int) -> Block | None:
-    """The pieces of one inline token, each found in ``src[lo:hi]`` in order (the parser gives lines, not columns)."""
+CONTAINERS = {"heading_open": "heading", "th_open": "table cell", "td_open": "table cell",
+              "admonition_title_open": "label"}  # block tokens whose text is no running prose, and what it is
+
+
+def _inline_block(token: Any, src: str, lo: int, hi: int, where: str = "") -> Block | None:
+    """The pieces of one inline token, each found in ``src[lo:hi]`` in order (the parser gives lines, not columns);
+    ``where``: what its text is (``CONTAINERS``); a link's text is a "link text", an image's an "image description"."""
     pieces: list[Piece] = []
     cursor = lo
     in_url_link = False
+    in_link = False
 
     def find(content: str) -> int | None:
         nonlocal cursor
@@ -82,17 +94,18 @@ def _inline_block(token: Any, src: str, lo: int, hi: int) -> Block | None:
         if kind == "text":
             at = find(child.content)
             prose = at is not None and not in_url_link
-            pieces.append(Piece(child.content, at if prose else None, prose))
+            pieces.append(Piece(child.content, at if prose else None, prose, "link text" if in_link else where))
         elif kind in ("code_inline", "math_inline", "math_inline_double"):
             find(child.content)
             pieces.append(Piece(child.content, None, prose=False))
         elif kind == "image":
             at = find(child.content)
-            pieces.append(Piece(child.content, at, at is not None))
+            pieces.append(Piece(child.content, at, at is not None, "image description"))
         elif kind == "link_open":
             in_url_link = child.markup in ("autolink", "linkify")
+            in_link = not in_url_link
         elif kind == "link_close":
-            in_url_link = False
+            in_url_link = in_link = False
         elif kind == "html_inline":
             find(child.content)
     return block_of(pieces)

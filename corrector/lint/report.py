@@ -26,7 +26,8 @@ def render(fmt: str, findings: Sequence[Finding], *, version: str = "", model: s
 
 
 def headline(f: Finding) -> str:
-    return f"{f.path}:{f.line}:{f.column}: {f.change} ({f.confidence:.2f}, {f.reason})"
+    where = f", in a {f.where}" if f.where else ""
+    return f"{f.path}:{f.line}:{f.column}: {f.change} ({f.confidence:.2f}, {f.reason}{where})"
 
 
 def _width(s: str) -> int:
