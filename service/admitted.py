@@ -50,14 +50,13 @@ class TooSlow(Exception):
     itself, but not beside the requests admitted before it (retry later); ``text_slow``, the text runs below
     ``SLOW_TEXT`` of ordinary text's speed on the model as it runs now (``ordinary``; send less: a retry of the
     same text ends the same way); otherwise the model runs slower than when the request was admitted (retry
-    later). ``seconds_needed`` is wall time: model time over the share of the model it gets."""
+    later, ``slow_model``). The seconds it says are wall time: model time over the share of the model it gets."""
 
     def __init__(self, speed: float, left: int, seconds_left: float, timeout: float, *, busy: bool = False,
                  retry_s: float = 0.0, ordinary: float = 0.0, share: float = 1.0):
         self.busy, self.retry_s = busy, retry_s
         self.text_slow = not busy and speed < SLOW_TEXT * ordinary
         needed = left / speed / share
-        self.slow_model = not busy and not self.text_slow
         need = (f"at the speed measured on it, about {speed:,.0f} characters per second, the remaining {left:,} "
                 f"characters need about {needed:.1f} s")
         left_s = f"{max(0.0, seconds_left):.1f} s left of the {timeout:g} s timeout"
@@ -72,6 +71,11 @@ class TooSlow(Exception):
             super().__init__(f"the service corrects more slowly than when this request was admitted: {need}, more "
                              f"than the {left_s}; retry later, or send less text at once")
 
+    @property
+    def slow_model(self) -> bool:
+        """Neither busy nor a slow text: the model itself runs slower than when the request was admitted."""
+        return not self.busy and not self.text_slow
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -80,11 +84,11 @@ class Plan:
 
     chars: int
     factor: float
-    read: int = -1  # characters the model reads (-1: all of them)
+    read: int  # characters the model reads
 
     @property
     def cost(self) -> float:
-        return (self.chars if self.read < 0 else self.read) * self.factor
+        return self.read * self.factor
 
 
 @dataclass(eq=False)

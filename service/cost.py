@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corrector.config import CorrectorConfig, in_force
+from corrector.text.chars import is_cjk, split_sentences
 
 # Relative cost of a character, measured on the default bundle (2 CPU cores, random and real text):
 # each candidate scored beyond the default shortlist costs about 1/128 of a character's default work, each
@@ -55,8 +56,6 @@ def cost_factor(settings: dict[str, Any], defaults: CorrectorConfig | None) -> f
 def model_chars(text: str) -> int:
     """The characters of ``text`` that cost model work: those of its lines and sentences that hold a Chinese
     character (the model reads no other: ``batching.Runner`` measures its speed on such chunks alone)."""
-    from corrector.text.chars import is_cjk, split_sentences
-
     return sum(len(piece) for line in text.splitlines(keepends=True) for piece in split_sentences(line)
                if any(map(is_cjk, piece)))
 

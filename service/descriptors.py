@@ -25,10 +25,10 @@ def raise_open_files_limit() -> tuple[int | None, int | None]:
         import resource
     except ImportError:
         return None, None
-    before = open_files_limit()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    before = None if soft == resource.RLIM_INFINITY else int(soft)
     target = 1 << 20 if hard == resource.RLIM_INFINITY else min(hard, 1 << 20)
-    if soft != resource.RLIM_INFINITY and soft < target:
+    if before is not None and before < target:
         with contextlib.suppress(ValueError, OSError):  # not allowed here: the limit stays
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     return before, open_files_limit()

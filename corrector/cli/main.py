@@ -24,7 +24,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from corrector.cli.options import CliError, decoding_args, decoding_settings, model_args, read_text
+from corrector.cli.options import (
+    CliError,
+    decoding_args,
+    decoding_settings,
+    in_force_for,
+    model_args,
+    read_text,
+)
 from corrector.text.chars import is_cjk
 from corrector.types import EXPLAIN_COLUMNS, CorrectorError
 
@@ -217,19 +224,16 @@ def run_settings(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m corrector settings", description=run_settings.__doc__)
     model_args(ap)
     args = ap.parse_args(argv)
-    from corrector.bundle import Bundle
-    from corrector.config import in_force, settings_table
+    from corrector.config import settings_table
     from corrector.model_path import default_model_path
-    from corrector.rank import RankerWeights
 
+    path = Path(args.model) if args.model else default_model_path()
     try:  # what Corrector.load resolves, without loading the networks
-        bundle = Bundle.load(Path(args.model) if args.model else default_model_path())
-        ranker = RankerWeights.of_bundle(bundle)
-        values = in_force(bundle.corrector_defaults, ranker.meta.get("shortlist")).to_dict()
+        values, ranker = in_force_for(path)
     except CorrectorError as e:
         raise CliError(str(e)) from None
     except (TypeError, ValueError) as e:
-        raise CliError(f"bad model bundle at {bundle.path}: {e}") from None
+        raise CliError(f"bad model bundle at {path}: {e}") from None
     if values["threshold"] is None:  # the bundle's: one with the LM, one without
         values["threshold"] = f"{ranker.threshold_for(True):g} ({ranker.threshold_for(False):g} with use_lm false)"
     print(settings_table(values))

@@ -7,6 +7,7 @@ import argparse
 import functools
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from corrector.bundle import PRECISIONS
@@ -80,18 +81,26 @@ class InForce:
         return ("on" if value else "off") if KINDS[self.name] is bool else shown(value)
 
 
+def in_force_for(path: str | Path) -> tuple[dict[str, Any], Any]:
+    """The settings in force for the bundle at ``path`` (its manifest's tuned defaults, its ranker's shortlist), as
+    ``Corrector.load`` resolves them without loading the networks, and its ranker (``RankerWeights``)."""
+    from corrector.bundle import Bundle
+    from corrector.config import in_force
+    from corrector.rank import RankerWeights
+
+    bundle = Bundle.load(path)
+    ranker = RankerWeights.of_bundle(bundle)
+    return in_force(bundle.corrector_defaults, ranker.meta.get("shortlist")).to_dict(), ranker
+
+
 @functools.cache
 def shipped_values() -> dict[str, Any]:
     """The settings in force for the default bundle (what ``python -m corrector settings`` lists); the declarations
     when it cannot be read."""
-    from corrector.bundle import Bundle
-    from corrector.config import in_force
     from corrector.model_path import default_model_path
-    from corrector.rank import RankerWeights
 
     try:
-        bundle = Bundle.load(default_model_path())
-        return in_force(bundle.corrector_defaults, RankerWeights.of_bundle(bundle).meta.get("shortlist")).to_dict()
+        return in_force_for(default_model_path())[0]
     except Exception:  # noqa: BLE001  (help text only: fall back to the declarations)
         return {}
 
