@@ -105,6 +105,7 @@ class Admitted:
     factor: float  # the cost factor of its settings
     expected: float  # characters per second expected for its settings (rate / cost factor)
     many_units: bool  # it needs more than one unit (its first is a probe)
+    order: int = 0  # its place in the order of admission (``Runner._admitted`` is kept in it)
     speed: float = 0.0  # characters per second: expected, then as measured over all its units so far
     edits: list[Sequence[Edit] | None] = field(default_factory=list)  # per chunk, once corrected
     next: int = 0  # the first chunk not handed out

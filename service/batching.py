@@ -43,6 +43,8 @@ Requests with different decoding settings are never mixed in one call.
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import logging
 import math
 import time
@@ -101,6 +103,7 @@ class Runner:
         self._closing = False
         self._queue = Schedule(self.gather, max_batch_size)  # the requests waiting for units, and the policy
         self._admitted: list[Admitted] = []  # every request not answered yet, in the order admitted
+        self._admissions = itertools.count()  # admission order, before preparation (which may end in another order)
         self._busy: deque[tuple[float, float]] = deque()  # (loop time it ended, seconds) of recent model calls
         self._wakeup = asyncio.Event()
         self._slots = asyncio.Semaphore(max_concurrent)
@@ -177,6 +180,7 @@ class Runner:
             verdict = self.admission(plan, timeout)
             if not verdict.ok:
                 raise Refused(verdict, plan.cost, timeout, self.rate, self.share)
+        order = next(self._admissions)
         loop = asyncio.get_running_loop()
         now = loop.time()
         deadline = now + timeout if timeout else math.inf
@@ -194,11 +198,11 @@ class Runner:
         future: asyncio.Future[list[Correction]] = loop.create_future()
         expected = (self.rate or 1.0) / plan.factor
         request = Admitted(prepared, options, future, now, deadline, timeout or math.inf, plan.factor, expected,
-                           many_units=plan.chars > self.unit_seconds * expected)
+                           many_units=plan.chars > self.unit_seconds * expected, order=order)
         if not request.remaining:
             return prepared.assemble([])  # no chunk: empty texts
         self._queue.add(request)
-        self._admitted.append(request)
+        bisect.insort(self._admitted, request, key=lambda r: r.order)  # judged beside those admitted before it
         self._wakeup.set()
         try:
             await future  # a cancelled caller cancels the future; the scheduler then skips it

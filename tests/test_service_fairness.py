@@ -329,6 +329,44 @@ def test_requests_sharing_the_model_are_ended_while_the_loss_is_small():
     assert sum(c[0][0] == "丙" for c in dear.calls) == 2
 
 
+class SlowToPrepare(Dear):
+    """``Dear``, preparing a text that begins with 甲 ``delay`` seconds more slowly than the others."""
+
+    def __init__(self, per_char: float, delay: float):
+        super().__init__(per_char)
+        self.delay = delay
+
+    def prepare(self, texts: Sequence[str], **settings: Any) -> Any:
+        if texts[0].startswith("甲"):
+            time.sleep(self.delay)
+        return super().prepare(texts, **settings)
+
+
+def test_requests_are_judged_in_the_order_admitted_not_the_order_prepared():
+    """Before: a request entered the scheduler's order when its preparation ended, so the first one admitted, prepared
+    last (a longer text, a busy preparing thread), was judged beside the later ones, and the first was ended as busy
+    while the third went on. CI saw this on a loaded machine in the test above. Now requests keep the order of their
+    admission: the third is ended, as when they are prepared in order."""
+    dear = SlowToPrepare(per_char=1e-4, delay=0.2)
+    texts = ["甲" * 5500, "乙" * 5500, "丙" * 11000]
+
+    async def go() -> list[Any]:
+        async with running(Runner(dear, gather=False, max_batch_chars=1000, max_batch_size=200, rate=100_000,
+                                        share=0.9)) as runner:
+
+            async def one(text: str) -> Any:
+                try:
+                    return await runner.correct([text], PLAIN, timeout=2.0)
+                except TooSlow as e:
+                    return e
+
+            return await asyncio.gather(*(one(t) for t in texts))
+
+    first, second, third = asyncio.run(go())
+    assert isinstance(first, list) and isinstance(second, list), (first, second)
+    assert isinstance(third, TooSlow) and third.busy, third
+
+
 # ---- admission -------------------------------------------------------------------------------------------
 
 
