@@ -21,7 +21,7 @@ from typing import Any
 from corrector.evidence.terms import recurring, term_counts
 
 from .document import Block, Document, DocumentError
-from .extract import blocks_of
+from .extract import DOCUMENT_MODULES, blocks_of, read_documents
 from .project_config import FileSettings, LintConfig
 from .walk import Target
 
@@ -49,6 +49,8 @@ class Finding:
     word_target: str = ""  # ... and as suggested, with every finding in it
     word_column: int = 0  # the word's 1-based column
     where: str = ""  # "" in running prose; else what the text is: heading, link text, table cell, label, ...
+    place: str = ""  # where a person finds it when the line does not say: "paragraph 12, character 5" in a Word
+    #                  document, "cue 14 (00:01:02,500), character 3" in subtitles
 
     @property
     def change(self) -> str:
@@ -165,7 +167,8 @@ def findings_of(doc: Document, raws: Sequence[Raw], settings: FileSettings, repo
         if line in off or (floor is not None and r.confidence < floor):
             continue
         out.append(Finding(doc.path, r.offset, line, column, r.source, r.target, r.confidence, r.reason,
-                           r.alternatives, doc.line_text(line), r.confidence >= settings.fix, where=r.where))
+                           r.alternatives, doc.line_text(line), r.confidence >= settings.fix, where=r.where,
+                           place=doc.place(line, column)))
     return whole_words(words_of(out))
 
 
@@ -259,12 +262,21 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
     for t in targets:
         try:
             data = t.path.read_bytes() if str(t.path) != "-" else sys.stdin.buffer.read()
-            doc = Document.from_bytes(t.shown, data)
+            read = read_documents(t.shown, t.kind, data)
         except (OSError, DocumentError) as e:
             errors.append(str(e) if isinstance(e, DocumentError) else f"{t.shown}: {e.strerror or e}")
             continue
-        docs[t.shown] = doc
-        files.append(_File(t, doc, hashlib.sha256(data).hexdigest(), config.for_file(t.relative)))
+        except ModuleNotFoundError as e:
+            if e.name not in DOCUMENT_MODULES:
+                raise
+            from corrector.model_path import missing_extra
+
+            errors.append(f"{t.shown}: {missing_extra(e, f'reading a {t.kind} file', 'documents')}")
+            continue
+        for r in read:
+            docs[r.shown] = r.doc
+            files.append(_File(replace(t, shown=r.shown, kind=r.kind), r.doc, hashlib.sha256(r.data).hexdigest(),
+                               config.for_file(t.relative), None if r.blocks is None else list(r.blocks)))
     counts = {f.target.shown: _word_counts(f, cache) for f in files} if config.terms else {}
     tree: Counter[str] = Counter()
     for c in counts.values():

@@ -3,6 +3,7 @@
     python -m corrector lint                                 # every file of a kind that is read, here and below
     python -m corrector lint docs README.md --format sarif > csc.sarif
     python -m corrector lint docs --fix                      # write the confident fixes; --diff shows them instead
+    python -m corrector lint thesis.docx --review reviewed.docx   # a copy with tracked changes and comments
     git diff --name-only | python -m corrector lint --changed-since origin/main
     cat page.md | python -m corrector lint - --stdin-filename page.md
 
@@ -22,7 +23,7 @@ from typing import Any, NoReturn
 
 from .check import Checked, Correct, check, corrector_pass, whole_words
 from .document import DocumentError
-from .extract import kind_of
+from .extract import DOCUMENT_MODULES, kind_of
 from .project_config import ConfigError, find_config
 from .remote import RemoteError
 from .report import FORMATS, render
@@ -54,6 +55,9 @@ def parser() -> argparse.ArgumentParser:
     fix = ap.add_mutually_exclusive_group()
     fix.add_argument("--fix", action="store_true", help="write the fixes at or above the fix confidence into the files")
     fix.add_argument("--diff", action="store_true", help="print those fixes as a unified diff; change nothing")
+    fix.add_argument("--review", type=Path, metavar="OUT.docx", help="with one Word document: write a copy of it to "
+                     "OUT.docx in which each fix is a tracked change and each finding below the fix confidence a "
+                     "comment")
     ap.add_argument("--config", type=Path, help="the configuration file (default: .electra-csc.toml or "
                     "pyproject.toml's [tool.electra-csc], found from the first path up)")
     ap.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip files matching this "
@@ -79,11 +83,14 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"error: {e}\n")
         return 2
     except ModuleNotFoundError as e:
-        if e.name not in EXTRA_MODULES:
+        if e.name not in EXTRA_MODULES | DOCUMENT_MODULES:
             raise
         from corrector.model_path import missing_extra
 
-        sys.stderr.write(f"error: {missing_extra(e, 'lint', 'lint')}\n")
+        if e.name in DOCUMENT_MODULES:  # --review
+            sys.stderr.write(f"error: {missing_extra(e, 'reviewing a Word document', 'documents')}\n")
+        else:
+            sys.stderr.write(f"error: {missing_extra(e, 'lint', 'lint')}\n")
         return 2
 
 
@@ -101,6 +108,11 @@ def _run(args: argparse.Namespace) -> int:
         raise LintError("- (stdin) is checked alone, and cannot be fixed")
     if args.update_baseline and args.baseline is None:
         raise LintError("--update-baseline needs --baseline FILE")
+    if args.review is not None and (len(args.paths) != 1 or kind_of(args.paths[0].name) != "word"
+                                    or not args.paths[0].is_file()):
+        raise LintError("--review needs one Word document (.docx) to read")
+    if args.review is not None and args.review.resolve() == args.paths[0].resolve():
+        raise LintError("--review writes a copy: give it another file name than the document's")
     first = Path(".") if stdin else args.paths[0]
     config = find_config(first, args.config)
     if stdin:
@@ -139,10 +151,17 @@ def _run(args: argparse.Namespace) -> int:
         findings = whole_words([replace(f, fix=f.confidence >= fix_at) for f in findings])
     if args.baseline is not None:
         findings = _baseline(args.baseline, findings, args.update_baseline)
+    if args.review is not None:
+        _review(args.paths[0], args.review, findings)
     if args.fix or args.diff:
         from .fix import apply
 
-        done = apply(findings, {t.shown: t.path for t in found}, write=args.fix)
+        kept = [f for f in findings if f.fix and checked.documents[f.path].container]
+        for shown in sorted({f.path.split("!/")[0] for f in kept}):
+            sys.stderr.write(f"{shown}: not fixed in place (a {'Word document' if kind_of(shown) == 'word' else 'book'}"
+                             f"{'; --review OUT.docx writes a copy with the fixes as tracked changes' if kind_of(shown) == 'word' else ''})\n")
+        fixable = [f for f in findings if not checked.documents[f.path].container]
+        done = apply(fixable, {t.shown: t.path for t in found}, write=args.fix)
         for f in done.stale:
             sys.stderr.write(f"{f.path}:{f.line}:{f.column}: not fixed: the file changed since it was read\n")
         if args.diff:
@@ -153,6 +172,19 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"fixed {len(done.fixed)} of {len(done.fixed) + len(findings)}\n")
     _emit(args, findings, checked, model)
     return _status(checked, too_large, bool(findings))
+
+
+def _review(document: Path, out: Path, findings: list[Any]) -> None:
+    from .word_review import review
+
+    try:
+        done = review(document.read_bytes(), findings, out)
+    except OSError as e:
+        raise LintError(f"--review {out}: {e.strerror or e}") from None
+    for f, why in done.left:
+        sys.stderr.write(f"{f.path}:{f.line}:{f.column}: not marked in the review: {why}\n")
+    sys.stderr.write(f"wrote {out}: {done.changes} tracked change{'s' if done.changes != 1 else ''}, {done.comments} "
+                     f"comment{'s' if done.comments != 1 else ''}\n")
 
 
 def _status(checked: Checked, too_large: list[str], found: bool) -> int:

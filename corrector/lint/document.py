@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ENCODINGS = ("utf-8", "gb18030")  # tried in order; a UTF-8 BOM or a UTF-16 BOM decides at once
+CONTAINERS = ("docx", "epub")
 
 
 class DocumentError(Exception):
@@ -78,8 +79,10 @@ class Document:
 
     path: str  # as given or found (relative to where the walk started), or "-" for stdin
     text: str
-    encoding: str = "utf-8"
+    encoding: str = "utf-8"  # "docx" or "epub": text read out of a container, which is never written back
     bom: bool = False
+    places: dict[int, str] = field(default_factory=dict)  # by 1-based line: where a person finds it, where the line
+    #                                                       number alone does not say (a Word paragraph, a subtitle cue)
     _starts: list[int] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -120,6 +123,15 @@ class Document:
             self._starts = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
         line = bisect.bisect_right(self._starts, offset) - 1
         return line + 1, offset - self._starts[line] + 1
+
+    @property
+    def container(self) -> bool:
+        """Read out of a container (a Word document, an EPUB book): its text is not the file's bytes."""
+        return self.encoding in CONTAINERS
+
+    def place(self, line: int, column: int) -> str:
+        """Where a person finds ``line``:``column`` when the line number alone does not say ("" otherwise)."""
+        return f"{self.places[line]}, character {column}" if line in self.places else ""
 
     def line_text(self, line: int) -> str:
         """The text of 1-based ``line``, without its line ending."""

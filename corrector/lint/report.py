@@ -27,7 +27,8 @@ def render(fmt: str, findings: Sequence[Finding], *, version: str = "", model: s
 
 def headline(f: Finding) -> str:
     where = f", in a {f.where}" if f.where else ""
-    return f"{f.path}:{f.line}:{f.column}: {f.change} ({f.confidence:.2f}, {f.reason}{where})"
+    place = f", at {f.place}" if f.place else ""
+    return f"{f.path}:{f.line}:{f.column}: {f.change} ({f.confidence:.2f}, {f.reason}{where}{place})"
 
 
 def _width(s: str) -> int:
@@ -77,9 +78,11 @@ def _sarif(findings: Sequence[Finding], version: str, model: str, **_: Any) -> s
         results.append({
             "ruleId": f.rule, "ruleIndex": index.get(f.rule, 0), "level": "warning",
             "message": {"text": f"{f.change.replace('→', ' → ')} ({REASON_WORDS.get(f.reason, f.reason)}, confidence "
-                                f"{f.confidence:.2f}{also})"},
+                                f"{f.confidence:.2f}{also}{f', at {f.place}' if f.place else ''})"},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
-                                                "region": {**region, "snippet": {"text": f.snippet[0]}}}}],
+                                                "region": {**region, "snippet": {"text": f.snippet[0]}}},
+                           **({"logicalLocations": [{"fullyQualifiedName": f.place, "kind": "text"}]}
+                              if f.place else {})}],
             "partialFingerprints": {"electraCsc/v1": f.fingerprint},
             "fixes": [{"description": {"text": f"Replace {f.source} with {f.target}"},
                        "artifactChanges": [{"artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
