@@ -111,3 +111,27 @@ def test_no_finding_in_a_trap_with_a_model_that_edits_every_character(forced_bun
             before = line[:f["column"] - 1]
             assert before.count("{") == before.count("}") or name == "a.tex", (name, f)  # never inside {\i1}
             assert before.count("<") == before.count(">") and before.count("$") % 2 == 0, (name, f)
+
+
+def test_inline_directives_in_the_formats_comments(fake, here, capsys):
+    """LaTeX's ``%``, ASS's ``;`` lines and WebVTT's NOTE blocks carry the same directives as other comments."""
+    (here / "a.tex").write_text("% electra-csc: disable-next-line\n他以经走了。\n我们以经到了。\n", encoding="utf-8")
+    (here / "a.ass").write_text(ASS.replace("Dialogue:", "; electra-csc: disable-next-line\nDialogue:"),
+                                encoding="utf-8")
+    (here / "a.vtt").write_text("WEBVTT\n\nNOTE electra-csc: disable\n\n00:01.000 --> 00:02.000\n他以经走了\n\n"
+                                "NOTE electra-csc: enable\n\n00:03.000 --> 00:04.000\n我们以经到了\n", encoding="utf-8")
+    assert [line for line, *_ in findings(capsys, "a.tex")] == [3]
+    assert command.main(["--no-progress", "a.ass", "--no-cache"]) == 0
+    capsys.readouterr()
+    assert [line for line, *_ in findings(capsys, "a.vtt")] == [11]
+
+
+def test_cached_findings_keep_their_cue(fake, here, capsys):
+    (here / "a.srt").write_text(SRT, encoding="utf-8")
+    argv = ["--no-progress", "a.srt", "--format", "json"]
+    assert command.main(argv) == 1
+    first = json.loads(capsys.readouterr().out)["findings"]
+    calls = len(fake.calls)
+    assert command.main(argv) == 1
+    assert json.loads(capsys.readouterr().out)["findings"] == first and len(fake.calls) == calls  # from the cache
+    assert first[0]["place"] == "cue 1 (00:00:01,000), character 2"

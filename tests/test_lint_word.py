@@ -263,3 +263,11 @@ def test_a_real_corrector_finds_in_a_word_document_what_correct_batch_finds(forc
     field_line = next(n for n, place in doc.places.items() if place.startswith("header"))
     field_at = doc.line_text(field_line).index("第以经页") + 1
     assert not any(line == field_line and column >= field_at for line, column, _ in got)
+
+
+def test_a_word_document_is_answered_from_the_cache_with_its_places(fake, here, capsys):
+    traps(here / "a.docx")
+    first = lint(capsys, "a.docx", "--format", "json")[1]
+    calls = len(fake.calls)
+    assert lint(capsys, "a.docx", "--format", "json")[1] == first and len(fake.calls) == calls
+    assert json.loads(first)["findings"][0]["place"] == "paragraph 1, character 2"

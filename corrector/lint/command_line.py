@@ -27,7 +27,7 @@ from .extract import DOCUMENT_MODULES, kind_of
 from .project_config import ConfigError, find_config
 from .remote import RemoteError
 from .report import FORMATS, render
-from .walk import MAX_BYTES, Target, WalkError, changed_since, targets
+from .walk import Target, WalkError, changed_since, max_bytes, targets
 
 EXTRA_MODULES = {"markdown_it", "mdit_py_plugins", "linkify_it", "pygments", "pathspec", "tomli"}
 
@@ -145,7 +145,8 @@ def _run(args: argparse.Namespace) -> int:
     for line in checked.errors:
         sys.stderr.write(f"error: {line}\n")
     for shown in too_large:
-        sys.stderr.write(f"warning: {shown}: not read: over {MAX_BYTES // 1_000_000} MB (name it to read it)\n")
+        sys.stderr.write(f"warning: {shown}: not read: over {max_bytes(kind_of(shown)) // 1_000_000} MB (name it to "
+                         "read it)\n")
     findings = checked.findings
     if fix_at is not None:
         findings = whole_words([replace(f, fix=f.confidence >= fix_at) for f in findings])

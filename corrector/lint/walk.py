@@ -3,7 +3,7 @@ the global excludes, through ``git ls-files`` when the folder is in a repository
 ``pathspec`` otherwise), less ``.electra-csc-ignore`` and the ``exclude`` patterns, and only files of a kind that is
 read (``extract.kind_of``) and prose: a model bundle's folder (a ``manifest.json`` beside a ``ranker.json``) and a
 plain-text file that is a list (a vocabulary, a word list, a dictionary: ``word_list``) are data, not prose. A file
-over ``MAX_BYTES`` is not read either, but reported (``Walked.too_large``). A file named on the command line is
+over ``max_bytes`` (8 MB; a Word document or a book 100 MB) is not read either, but reported (``Walked.too_large``). A file named on the command line is
 checked even when excluded or not prose, unless ``--force-exclude``."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .extract import kind_of
 
 IGNORE_FILE = ".electra-csc-ignore"
 MAX_BYTES = 8_000_000  # larger files are generated or data, not prose somebody writes
+CONTAINER_MAX_BYTES = 100_000_000  # a Word document or a book: most of its bytes are images and fonts
 ALWAYS_SKIPPED = {".git", ".hg", ".svn", ".electra-csc-cache", "node_modules", "__pycache__", ".venv", ".tox"}
 
 
@@ -70,7 +71,7 @@ def targets(paths: Iterable[Path], root: Path, include: Iterable[str] = (), excl
                                                (kind == "text" and word_list(path)))):
                 continue
             shown = _shown(path, resolved, here)
-            if _too_large(path):
+            if _too_large(path, kind):
                 too_large.add(shown)
                 continue
             seen[resolved] = Target(path, shown, relative, kind)
@@ -178,8 +179,13 @@ def _shown(path: Path, resolved: Path, here: Path) -> str:
         return path.as_posix()
 
 
-def _too_large(path: Path) -> bool:
+def max_bytes(kind: str | None) -> int:
+    """The size above which a file of ``kind`` is not read."""
+    return CONTAINER_MAX_BYTES if kind in ("word", "epub") else MAX_BYTES
+
+
+def _too_large(path: Path, kind: str) -> bool:
     try:
-        return path.stat().st_size > MAX_BYTES
+        return path.stat().st_size > max_bytes(kind)
     except OSError:
         return True
