@@ -67,7 +67,7 @@ def sentences(count: int, seed: int) -> list[str]:
 def plant(planter: Planter, texts: list[str], every: int) -> list[dict[str, Any]]:
     """Plants a slip in every ``every``-th text (in place), homophone and word in turn; returns them (index,
     position, written, right, kind)."""
-    planted = []
+    planted: list[dict[str, Any]] = []
     for i in range(0, len(texts), every):
         kind = ("homophone", "word")[len(planted) % 2]
         made = planter.plant(kind, texts[i]) or planter.plant("homophone", texts[i])
@@ -111,13 +111,13 @@ def subtitles(planter: Planter, cues: int, seed: int, folder: Path) -> dict[str,
     row: dict[str, Any] = {"cues": len(texts), "planted": len(planted)}
     for name in ("talk.srt", "talk.txt"):
         found, wall, cpu, _ = lint(folder / name)
-        at = {}
+        by_place: dict[tuple[int | None, int], dict[str, Any]] = {}
         for f in found:
             index = lines_of.get(f["line"]) if name.endswith(".srt") else (f["line"] - 1) // 2
-            at[(index, f["column"] - 1)] = f
-        hit = sum(1 for p in planted if (f := at.get((p["index"], p["position"]))) and f["target"] == p["right"])
+            by_place[(index, f["column"] - 1)] = f
+        hit = sum(1 for p in planted if by_place.get((p["index"], p["position"]), {}).get("target") == p["right"])
         slipped = {p["index"] for p in planted}
-        other = sum(1 for (index, _), _f in at.items() if index not in slipped)
+        other = sum(1 for (index, _) in by_place if index not in slipped)
         row[name] = {"found": hit, "other_cue_findings": other, "findings": len(found), "wall_s": round(wall, 1),
                      "cpu_s": round(cpu, 1)}
     return row
@@ -163,9 +163,9 @@ def word(planter: Planter, pages: int, seed: int, folder: Path) -> dict[str, Any
     correct_s = time.perf_counter() - t0
     found, wall, cpu, err = lint(path, "--review", str(folder / "reviewed.docx"))
     line_of = {doc.line_text(line): line for line in doc.places}
-    at = {(f["line"], f["column"] - 1): f for f in found}
-    hit = sum(1 for p in planted if (f := at.get((line_of.get(flat[p["index"]]), p["position"]))) and
-              f["target"] == p["right"])
+    by_place = {(f["line"], f["column"] - 1): f for f in found}
+    hit = sum(1 for p in planted
+              if by_place.get((line_of.get(flat[p["index"]]), p["position"]), {}).get("target") == p["right"])
     return {"pages": pages, "paragraphs": len(flat), "chinese_chars": chars, "planted": len(planted), "found": hit,
             "findings": len(found), "review_wall_s": round(wall, 1), "review_cpu_s": round(cpu, 1),
             "reader_s": round(read_s, 2), "correct_batch_s": round(correct_s, 1),
