@@ -92,6 +92,7 @@ def test_fix_changes_only_the_fixed_characters(fake, here, capsys, name, text):
     assert after.replace("已经", "以经") == text.replace("\n", "\r\n")
 
 
+@pytest.mark.slow
 def test_no_finding_in_a_trap_with_a_model_that_edits_every_character(forced_bundle, here):
     """The tiny model that edits every character it may: whatever it proposes lies in cue text or prose."""
     prose = {"a.srt": "他以经走了，我们明天在见。以经说过了", "a.vtt": "他以经走了明天在见一切都好",

@@ -178,6 +178,7 @@ def test_review_writes_tracked_changes_and_comments_and_nothing_else(fake, here,
         assert a == b, name
 
 
+@pytest.mark.slow
 def test_libreoffice_opens_the_review_and_accepting_every_change_gives_the_corrections(fake, here, capsys):
     soffice = shutil.which("soffice") or shutil.which("libreoffice")
     system_dependency(soffice is not None, "LibreOffice (libreoffice-writer-nogui) is not installed")
@@ -242,6 +243,7 @@ def test_without_the_documents_extra_a_word_file_says_so_in_one_line(fake, here,
     assert err.count("\n") == 1 and "a.docx: reading a word file needs the 'documents' extra" in err
 
 
+@pytest.mark.slow
 def test_a_real_corrector_finds_in_a_word_document_what_correct_batch_finds(forced_bundle, forced, here):
     """The tiny model that edits every character it may: every finding is where correct_batch puts an edit in the
     same paragraph's text, and none is in a field's result, an image or deleted text."""
