@@ -273,3 +273,20 @@ def test_a_word_document_is_answered_from_the_cache_with_its_places(fake, here, 
     calls = len(fake.calls)
     assert lint(capsys, "a.docx", "--format", "json")[1] == first and len(fake.calls) == calls
     assert json.loads(first)["findings"][0]["place"] == "paragraph 1, character 2"
+
+
+def test_a_body_paragraph_is_placed_under_its_heading(here):
+    from docx import Document as WordFile
+
+    document = WordFile()
+    document.add_paragraph("前言。")
+    document.add_heading("第一章 研究方法与实验设计的总体思路和具体步骤说明", level=1)
+    document.add_paragraph("第一段。")
+    document.add_heading("1.1 数据", level=2)
+    document.add_paragraph("第二段。")
+    document.save(str(here / "h.docx"))
+    doc, blocks = word_document("h.docx", (here / "h.docx").read_bytes())
+    assert list(doc.places.values()) == [
+        "paragraph 1", "paragraph 2", "paragraph 3 under “第一章 研究方法与实验设计的总体思路和具体步骤…”",
+        "paragraph 4 under “第一章 研究方法与实验设计的总体思路和具体步骤…”", "paragraph 5 under “1.1 数据”"]
+    assert [b.pieces[0].where for b in blocks] == ["", "heading", "", "heading", ""]

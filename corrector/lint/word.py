@@ -23,6 +23,7 @@ MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fall
 UNREAD = {f"{W}drawing", f"{W}pict", f"{W}object", f"{W}del", f"{W}moveFrom", MC_FALLBACK}
 STORIES = (("document", "body"), ("header", "header"), ("footer", "footer"), ("footnotes", "footnote"),
            ("endnotes", "endnote"), ("comments", "comment"))
+HEADING_CHARS = 24  # a heading longer than this is shortened in a place
 _PART = re.compile(r"^/word/(document|header|footer|footnotes|endnotes|comments)(\d*)\.xml$")
 
 
@@ -38,7 +39,7 @@ class Text:
 @dataclass(frozen=True)
 class Paragraph:
     element: Any
-    place: str  # where a person finds it: "paragraph 12", "header 1, paragraph 1", "footnote 2, paragraph 1", ...
+    place: str  # where a person finds it: "paragraph 12 under “2.1 方法”", "header 1, paragraph 1", "footnote 2, ..."
     where: str  # Piece.where: "" in running prose, else "heading", "table cell", "header", "footnote", ...
     items: tuple[Text, ...]
 
@@ -62,6 +63,7 @@ def paragraphs(root: Any, story: str, number: str) -> Iterator[Paragraph]:
     label = dict(STORIES)[story]
     count: dict[str, int] = {}
     tables: dict[int, int] = {}  # a table's number, by its element's id
+    heading = ""  # the body's last heading so far: where a person looks in a long document
     for p in root.iter(f"{W}p"):
         if _unread(p, root):
             continue
@@ -71,7 +73,7 @@ def paragraphs(root: Any, story: str, number: str) -> Iterator[Paragraph]:
             continue  # a footnote separator
         count[key] = count.get(key, 0) + 1
         if story == "document":
-            place = f"paragraph {count[key]}"
+            place = f"paragraph {count[key]}" + (f" under “{heading}”" if heading else "")
         elif story == "comments":  # numbered as Word shows them, in order
             place = f"{label} {len(count)}, paragraph {count[key]}"
         elif holder is not None:
@@ -86,7 +88,11 @@ def paragraphs(root: Any, story: str, number: str) -> Iterator[Paragraph]:
                       f"cell {row.findall(f'{W}tc').index(cell) + 1})")
         where = ("table cell" if cell is not None else "heading" if _heading(p) else
                  "" if story == "document" else label)
-        yield Paragraph(p, place, where, tuple(_items(p, root)))
+        items = tuple(_items(p, root))
+        if where == "heading" and story == "document":
+            text = "".join(t.text for t in items).strip()
+            heading = text if len(text) <= HEADING_CHARS else text[:HEADING_CHARS - 1] + "…"
+        yield Paragraph(p, place, where, items)
 
 
 def word_document(path: str, data: bytes) -> tuple[Document, list[Block]]:
