@@ -2,7 +2,8 @@
 
 When the process runs out of file descriptors, asyncio reports every failed ``accept()`` to the loop's exception
 handler, whose default writes a traceback each time: 300,000 lines in 25 s under a flood of idle sockets. The
-lifespan installs :func:`throttled` on the server's loop; every other report goes to the default handler.
+lifespan installs :func:`throttled` on the server's loop; every other report goes to the default handler, except
+asyncio's retry of accepting on a socket closed since by the shutdown, which is no error (``_stale_retry``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ class AcceptErrors:
         self.logged_at = -math.inf
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if _stale_retry(context):
+            log.debug("a retry of accept() on a listening socket closed since (shutdown): nothing to accept")
+            return
         if context.get("message") != ACCEPT:
             loop.default_exception_handler(context)
             return
@@ -38,6 +42,14 @@ class AcceptErrors:
                       "descriptors)", self.count, EVERY_S, context.get("exception"),
                       "unlimited" if limit is None else f"{limit:,}")
             self.count, self.logged_at = 0, now
+
+
+def _stale_retry(context: dict[str, Any]) -> bool:
+    """After a failed accept, asyncio stops listening and retries a second later (``_start_serving``); when the
+    server shuts down meanwhile, the retry finds its socket closed and raises ValueError (file descriptor -1), a
+    traceback per pending retry at every shutdown after a flood. Nothing is lost: the socket is closed on purpose."""
+    callback = getattr(context.get("handle"), "_callback", None)
+    return isinstance(context.get("exception"), ValueError) and getattr(callback, "__name__", "") == "_start_serving"
 
 
 def throttled(loop: asyncio.AbstractEventLoop) -> None:
