@@ -226,3 +226,23 @@ def forced_client(forced_corrector) -> Iterator[TestClient]:
 
     with TestClient(create_app(ServiceSettings(max_wait_ms=1), corrector=forced_corrector)) as c:
         yield c
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """The lint command with ``lint_fake.FakePass`` for its corrector: known answers, no model."""
+    from lint_fake import FakePass
+
+    from corrector.lint import command_line
+
+    made = FakePass()
+    monkeypatch.setattr(command_line, "_corrector", lambda server, bundle: made)
+    return made
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch, tmp_path_factory) -> Path:
+    """An empty folder to run in, with a user cache of its own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

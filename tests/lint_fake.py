@@ -1,9 +1,12 @@
 """A corrector pass with known answers for the lint tests: 以经 → 已经 (0.95, pinyin, alternative 亦) and 在见 → 再见
-(0.6, pinyin), wherever they stand in a text; it records the texts it was given."""
+(0.6, pinyin), wherever they stand in a text; it records the texts it was given. The ``fake`` fixture (conftest.py)
+runs the lint command with it; ``lint`` runs the command in this process."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from corrector.lint import command_line as command
 
 
 class FakePass:
@@ -24,3 +27,13 @@ class FakePass:
                     at = t.find(pair, at + 1)
             out.append(sorted(edits))
         return out
+
+
+def lint(capsys, *argv: str) -> tuple[int, str, str]:
+    """``python -m corrector lint ARGV`` in this process: its exit status, stdout and stderr."""
+    try:
+        code = command.main(["--no-progress", *argv])
+    except SystemExit as usage:  # argparse's own errors
+        code = int(usage.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from lint_fake import FakePass
+from lint_fake import lint
 
 from corrector.lint import command_line as command
 from corrector.lint.check import Finding
@@ -22,26 +22,6 @@ from corrector.lint.fix import apply
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIP = "# 标题\n\n他以经走了，我们明天在见。\n"  # 以经 (0.95: fixed by --fix) and 在见 (0.6: reported only)
-
-
-@pytest.fixture
-def fake(monkeypatch) -> FakePass:
-    made = FakePass()
-    monkeypatch.setattr(command, "_corrector", lambda server, bundle: made)
-    return made
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch, tmp_path_factory) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def lint(capsys, *argv: str) -> tuple[int, str, str]:
-    code = command.main(["--no-progress", *argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_exit_codes_and_the_text_format(fake, here, capsys):

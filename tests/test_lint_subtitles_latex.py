@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from lint_fake import FakePass
 
 from corrector.lint import command_line as command
 from corrector.lint.document import Document
@@ -35,18 +34,9 @@ TEX = ("\\documentclass{article}\n\\usepackage{ctex}\n\\begin{document}\n\\secti
 
 
 @pytest.fixture
-def fake(monkeypatch) -> FakePass:
-    made = FakePass()
-    monkeypatch.setattr(command, "_corrector", lambda server, bundle: made)
-    return made
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch, tmp_path_factory) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".electra-csc.toml").write_text("terms = 0\n", encoding="utf-8")  # (以经 recurs on purpose)
-    return tmp_path
+def folder(here) -> Path:
+    (here / ".electra-csc.toml").write_text("terms = 0\n", encoding="utf-8")  # (以经 recurs on purpose)
+    return here
 
 
 def findings(capsys, name: str) -> list[tuple[int, int, str, str]]:
@@ -65,8 +55,8 @@ def findings(capsys, name: str) -> list[tuple[int, int, str, str]]:
                     (12, 67, "在见→再见", "cue 1 (0:00:01.00), character 67")]),
     ("a.tex", TEX, [(4, 11, "以经→已经", ""), (5, 11, "以经→已经", ""), (13, 3, "在见→再见", "")]),
 ])
-def test_planted_slips_are_found_and_the_traps_are_not_read(fake, here, capsys, name, text, expected):
-    (here / name).write_text(text, encoding="utf-8")
+def test_planted_slips_are_found_and_the_traps_are_not_read(fake, folder, capsys, name, text, expected):
+    (folder / name).write_text(text, encoding="utf-8")
     got = findings(capsys, name)
     assert [(line, column, change, place) for line, column, change, place in got] == expected
     for line, column, _, _ in got:  # each where the file holds the slip
@@ -74,10 +64,10 @@ def test_planted_slips_are_found_and_the_traps_are_not_read(fake, here, capsys, 
 
 
 @pytest.mark.parametrize("name,text", [("a.srt", SRT), ("a.vtt", VTT), ("a.ass", ASS), ("a.tex", TEX)])
-def test_fix_changes_only_the_fixed_characters(fake, here, capsys, name, text):
-    (here / name).write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+def test_fix_changes_only_the_fixed_characters(fake, folder, capsys, name, text):
+    (folder / name).write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
     assert command.main(["--no-progress", name, "--fix", "--no-cache"]) == 1  # 在见 (0.6) is left
-    after = (here / name).read_bytes().decode("utf-8")
+    after = (folder / name).read_bytes().decode("utf-8")
     expected = list(text.replace("\n", "\r\n"))
     doc = Document.from_bytes(name, text.replace("\n", "\r\n").encode("utf-8"))
     for block in read_documents(name, "subtitles" if name[-3:] != "tex" else "latex", doc.encode())[0].blocks or \
@@ -93,14 +83,14 @@ def test_fix_changes_only_the_fixed_characters(fake, here, capsys, name, text):
 
 
 @pytest.mark.slow
-def test_no_finding_in_a_trap_with_a_model_that_edits_every_character(forced_bundle, here):
+def test_no_finding_in_a_trap_with_a_model_that_edits_every_character(forced_bundle, folder):
     """The tiny model that edits every character it may: whatever it proposes lies in cue text or prose."""
     prose = {"a.srt": "他以经走了，我们明天在见。以经说过了", "a.vtt": "他以经走了明天在见一切都好",
              "a.ass": "他以经走了明天在见", "a.tex": "他以经走了我们以经完成，见和，与。明天在见。"}
     for name, text in (("a.srt", SRT), ("a.vtt", VTT), ("a.ass", ASS), ("a.tex", TEX)):
-        (here / name).write_text(text, encoding="utf-8")
+        (folder / name).write_text(text, encoding="utf-8")
         done = subprocess.run([sys.executable, "-m", "corrector", "lint", name, "--model", str(forced_bundle),
-                               "--format", "json", "--no-cache"], capture_output=True, text=True, cwd=here,
+                               "--format", "json", "--no-cache"], capture_output=True, text=True, cwd=folder,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert done.returncode in (0, 1), done.stderr
         got = json.loads(done.stdout)["findings"]
@@ -114,12 +104,12 @@ def test_no_finding_in_a_trap_with_a_model_that_edits_every_character(forced_bun
             assert before.count("<") == before.count(">") and before.count("$") % 2 == 0, (name, f)
 
 
-def test_inline_directives_in_the_formats_comments(fake, here, capsys):
+def test_inline_directives_in_the_formats_comments(fake, folder, capsys):
     """LaTeX's ``%``, ASS's ``;`` lines and WebVTT's NOTE blocks carry the same directives as other comments."""
-    (here / "a.tex").write_text("% electra-csc: disable-next-line\n他以经走了。\n我们以经到了。\n", encoding="utf-8")
-    (here / "a.ass").write_text(ASS.replace("Dialogue:", "; electra-csc: disable-next-line\nDialogue:"),
+    (folder / "a.tex").write_text("% electra-csc: disable-next-line\n他以经走了。\n我们以经到了。\n", encoding="utf-8")
+    (folder / "a.ass").write_text(ASS.replace("Dialogue:", "; electra-csc: disable-next-line\nDialogue:"),
                                 encoding="utf-8")
-    (here / "a.vtt").write_text("WEBVTT\n\nNOTE electra-csc: disable\n\n00:01.000 --> 00:02.000\n他以经走了\n\n"
+    (folder / "a.vtt").write_text("WEBVTT\n\nNOTE electra-csc: disable\n\n00:01.000 --> 00:02.000\n他以经走了\n\n"
                                 "NOTE electra-csc: enable\n\n00:03.000 --> 00:04.000\n我们以经到了\n", encoding="utf-8")
     assert [line for line, *_ in findings(capsys, "a.tex")] == [3]
     assert command.main(["--no-progress", "a.ass", "--no-cache"]) == 0
@@ -127,8 +117,8 @@ def test_inline_directives_in_the_formats_comments(fake, here, capsys):
     assert [line for line, *_ in findings(capsys, "a.vtt")] == [11]
 
 
-def test_cached_findings_keep_their_cue(fake, here, capsys):
-    (here / "a.srt").write_text(SRT, encoding="utf-8")
+def test_cached_findings_keep_their_cue(fake, folder, capsys):
+    (folder / "a.srt").write_text(SRT, encoding="utf-8")
     argv = ["--no-progress", "a.srt", "--format", "json"]
     assert command.main(argv) == 1
     first = json.loads(capsys.readouterr().out)["findings"]

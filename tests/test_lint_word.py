@@ -18,39 +18,15 @@ from pathlib import Path
 
 import pytest
 from conftest import system_dependency
-from lint_fake import FakePass
+from lint_fake import lint
 from lxml import etree
 from word_files import build, part_xml
 
-from corrector.lint import command_line as command
 from corrector.lint.word import W, word_document
 
 ROOT = Path(__file__).resolve().parents[1]
 BODY = [[("他", ""), ("以经", "b"), ("走了，", "i"), ("我们明天", ""), ("在见", "bi"), ("。", "")],
         [("一切都好，", "b"), ("没有问题。", "")]]
-
-
-@pytest.fixture
-def fake(monkeypatch) -> FakePass:
-    made = FakePass()
-    monkeypatch.setattr(command, "_corrector", lambda server, bundle: made)
-    return made
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch, tmp_path_factory) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def lint(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = command.main(["--no-progress", *argv])
-    except SystemExit as usage:  # argparse's own errors
-        code = int(usage.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def traps(path: Path) -> Path:
