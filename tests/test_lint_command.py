@@ -290,6 +290,8 @@ def test_lists_bundles_and_oversized_files_are_not_read(fake, here, capsys, monk
     code, out, err = lint(capsys, ".", "--format", "jsonl")
     assert code == 3 and "notes.txt: not read: over" in err
     assert {r["path"] for r in map(json.loads, out.splitlines())} == {"a.md"}
+    code, out, err = lint(capsys, "notes.txt", "--format", "jsonl")  # named, as the warning says: read
+    assert code == 1 and err == "" and {r["path"] for r in map(json.loads, out.splitlines())} == {"notes.txt"}
 
 
 def test_a_finding_on_a_very_long_line_shows_a_window(fake, here, capsys):

@@ -3,8 +3,9 @@ the global excludes, through ``git ls-files`` when the folder is in a repository
 ``pathspec`` otherwise), less ``.electra-csc-ignore`` and the ``exclude`` patterns, and only files of a kind that is
 read (``extract.kind_of``) and prose: a model bundle's folder (a ``manifest.json`` beside a ``ranker.json``) and a
 plain-text file that is a list (a vocabulary, a word list, a dictionary: ``word_list``) are data, not prose. A file
-over ``max_bytes`` (8 MB; a Word document or a book 100 MB) is not read either, but reported (``Walked.too_large``). A file named on the command line is
-checked even when excluded or not prose, unless ``--force-exclude``."""
+found in a folder over ``max_bytes`` (8 MB; a Word document or a book 100 MB) is not read either, but reported
+(``Walked.too_large``). A file named on the command line is checked even when excluded, not prose or large, unless
+``--force-exclude``."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def targets(paths: Iterable[Path], root: Path, include: Iterable[str] = (), excl
                                                (kind == "text" and word_list(path)))):
                 continue
             shown = _shown(path, resolved, here)
-            if _too_large(path, kind):
+            if not named and _too_large(path, kind):  # (the warning says: name it to read it)
                 too_large.add(shown)
                 continue
             seen[resolved] = Target(path, shown, relative, kind)
