@@ -159,8 +159,9 @@ def _run(args: argparse.Namespace) -> int:
 
         kept = [f for f in findings if f.fix and checked.documents[f.path].container]
         for shown in sorted({f.path.split("!/")[0] for f in kept}):
-            sys.stderr.write(f"{shown}: not fixed in place (a {'Word document' if kind_of(shown) == 'word' else 'book'}"
-                             f"{'; --review OUT.docx writes a copy with the fixes as tracked changes' if kind_of(shown) == 'word' else ''})\n")
+            what = ("a Word document; --review OUT.docx writes a copy with the fixes as tracked changes"
+                    if kind_of(shown) == "word" else "a book")
+            sys.stderr.write(f"{shown}: not fixed in place ({what})\n")
         fixable = [f for f in findings if not checked.documents[f.path].container]
         done = apply(fixable, {t.shown: t.path for t in found}, write=args.fix)
         for f in done.stale:

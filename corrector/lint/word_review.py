@@ -54,7 +54,7 @@ def review(data: bytes, findings: Sequence[Finding], out: Path, *, now: datetime
                 index.append((at, t, story))
                 at += len(t.text)
             at += 1
-    by_element: dict[int, tuple[Text, str, list[Finding]]] = {}
+    by_element: dict[int, tuple[int, Text, list[Finding]]] = {}  # by w:t element: its offset, the piece, its findings
     for f in findings:
         hit = next(((start, t, story) for start, t, story in index if start <= f.offset < start + len(t.text)), None)
         if hit is None or not hit[1].prose or hit[1].text[f.offset - hit[0]:f.offset - hit[0] + len(f.source)] != f.source:
@@ -68,16 +68,13 @@ def review(data: bytes, findings: Sequence[Finding], out: Path, *, now: datetime
             done.left.append((f, "a comment stands only in the body (one in a header or a footnote is refused by "
                                  "Word or by LibreOffice)"))
             continue
-        by_element.setdefault(id(t.element), (t, story, []))[2].append(f)
+        by_element.setdefault(id(t.element), (start, t, []))[2].append(f)
     ids = _next_id(root for *_, root in parts)
-    for t, _story, found in by_element.values():
-        base = next(start for start, item, _ in index if item is t)
-        cuts = sorted({c for f in found for c in (f.offset - base, f.offset - base + len(f.source))})
-        runs = _split(t.element, cuts)  # one run per segment, in order
-        bounds = [0, *cuts, len(t.text)]
-        bounds = sorted(set(bounds))
-        for (a, _b), run in zip(zip(bounds, bounds[1:]), runs):
-            here = next((f for f in found if f.offset - base == a), None)
+    for base, t, found in by_element.values():
+        at_cut = {f.offset - base: f for f in found}
+        cuts = {c for f in found for c in (f.offset - base, f.offset - base + len(f.source))}
+        for a, run in _split(t.element, cuts):  # one run per segment, in order
+            here = at_cut.get(a)
             if here is None:
                 continue
             if here.fix:
@@ -122,10 +119,11 @@ def _next_id(roots: Iterable[Any]) -> Iterator[int]:
     return itertools.count(top + 1)
 
 
-def _split(t: Any, cuts: list[int]) -> list[Any]:
+def _split(t: Any, cuts: set[int]) -> list[tuple[int, Any]]:
     """Splits the run holding ``w:t`` element ``t`` so that its text's ``cuts`` fall between runs; returns the runs
-    holding ``t``'s text, one per segment (the first also holds what came before ``t`` in the run, the last what came
-    after). Each new run keeps the run's attributes and a copy of its properties."""
+    holding ``t``'s text, one per segment, each with the segment's start in that text (the first run also holds what
+    came before ``t`` in the run, the last what came after). Each new run keeps the run's attributes and a copy of
+    its properties."""
     run = t.getparent()
     props = run.find(f"{W}rPr")
     content = [c for c in run if c is not props]
@@ -151,7 +149,7 @@ def _split(t: Any, cuts: list[int]) -> list[Any]:
     parent.remove(run)
     for i, new in enumerate(runs):
         parent.insert(at + i, new)
-    return runs
+    return list(zip(bounds, runs))
 
 
 def _text_element(tag: str, text: str) -> Any:
