@@ -24,6 +24,8 @@
       dictionary/words.npz          optional: jieba's two-, three- and four-character words as vocab-id keys with
                                     their counts (corrector.evidence.dictionary), read in milliseconds; without it the
                                     decoder reads jieba's own dictionary at first use (a second), with the same result
+      dictionary/particles.json     optional: the words beside 的, 地 and 得 and which of the three stood there
+                                    (corrector.evidence.particles: the ``particle`` feature)
       dictionary/domain_words.txt   optional: a domain's own words, one a line (``corrector adapt``), kept as written
                                     (protect_domain_words)
 """

@@ -1,7 +1,7 @@
 """The tables of a bundle besides its networks and ranker, each read by its own loader, in one place
 (``BundleTables.load``, which ``Corrector.load`` calls while the ONNX sessions build): the similarity tables, the
 candidate table with the word forms the real pairs keep and the foreign names' characters, the character LM,
-jieba's words and the domain's words kept as written."""
+jieba's words, the domain's words kept as written and the particles' table."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from corrector.evidence.char_lm import CharLM
 from corrector.evidence.dictionary import WORDS, WordTable
 from corrector.evidence.foreign_names import load_name_shares
 from corrector.evidence.kept_forms import PairCounts
+from corrector.evidence.particles import FILE as PARTICLES
+from corrector.evidence.particles import ParticleTable
 from corrector.evidence.similarity import SimilarityTables
 from corrector.guards import read_word_file
 from corrector.types import CorrectorError
@@ -32,6 +34,7 @@ class BundleTables:
     lm: CharLM | KenLMCharLM | None
     words: WordTable | None  # None: read from jieba at first use
     domain_words: tuple[str, ...]
+    particles: ParticleTable | None  # None: the bundle has no dictionary/particles.json
 
     @classmethod
     def load(cls, bundle: Bundle, lm: str | Path | None = None) -> BundleTables:
@@ -39,11 +42,12 @@ class BundleTables:
         cand_dir = bundle.file(CANDIDATES_DIR)
         candidates, counts, names = candidate_folder(cand_dir) if cand_dir.is_dir() else (None, None, None)
         lm_path = Path(lm) if lm is not None else bundle.file(LM_DIR)
-        words, domain = bundle.file(WORDS), bundle.file(DOMAIN_WORDS)
+        words, domain, particles = bundle.file(WORDS), bundle.file(DOMAIN_WORDS), bundle.file(PARTICLES)
         return cls(SimilarityTables.load(bundle.file(SIMILARITY_DIR)), candidates, counts, names,
                    load_lm(lm_path) if lm is not None or lm_path.is_dir() else None,
                    WordTable.load(words, bundle.manifest.vocab_sha256) if words.is_file() else None,
-                   tuple(read_word_file(domain)) if domain.is_file() else ())
+                   tuple(read_word_file(domain)) if domain.is_file() else (),
+                   ParticleTable.load(particles) if particles.is_file() else None)
 
 
 def load_lm(path: Path) -> Any:

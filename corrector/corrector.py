@@ -24,6 +24,7 @@ from corrector.evidence.candidates import CandidateTable
 from corrector.evidence.char_lm import CharLM
 from corrector.evidence.dictionary import WordTable
 from corrector.evidence.kept_forms import PairCounts
+from corrector.evidence.particles import ParticleTable
 from corrector.evidence.similarity import SimilarityTables
 from corrector.explain import explain_text
 from corrector.features import Evidence, Sites
@@ -119,28 +120,30 @@ class Corrector:
             t = BundleTables.load(bundle, lm)
             return cls.from_parts(bundle, sessions, t.similarity, config, candidates=t.candidates, counts=t.counts,
                                   name_shares=t.name_shares, lm=t.lm, ranker=ranker, load_settings=settings,
-                                  domain_words=t.domain_words, words=t.words)
+                                  domain_words=t.domain_words, words=t.words, particles=t.particles)
 
     @classmethod
     def from_parts(cls, bundle: Bundle, networks: N | Future[N], tables: SimilarityTables,
                    config: CorrectorConfig | None = None, *, candidates: CandidateTable | None = None,
                    counts: PairCounts | None = None, name_shares: dict[str, float] | None = None,
                    lm: CharLM | KenLMCharLM | None = None, words: WordTable | None = None,
-                   ranker: RankerWeights = HEURISTIC, domain_words: Sequence[str] = (),
+                   particles: ParticleTable | None = None, ranker: RankerWeights = HEURISTIC,
+                   domain_words: Sequence[str] = (),
                    load_settings: Mapping[str, Any] | None = None) -> Corrector:
         """A Corrector put together from its parts, as ``load`` does from a bundle's files: the bundle (its
         vocabulary, window and name), the networks, the similarity tables, the decoding settings (default: the
         defaults of CorrectorConfig), the candidate table, the word forms the real pairs keep and the foreign
         names' characters (default: none of the three), a character LM, jieba's words as the bundle stores them
-        (None: read from jieba at first use), the ranker (default: the hand-set one) and the domain's words kept as
-        written (``corrector adapt``; default: none). ``load_settings``: the settings ``config`` was resolved with
-        (``load``'s; default: all of ``config``), which ``with_ranker`` resolves again.
+        (None: read from jieba at first use), the particles' table (default: none), the ranker (default: the
+        hand-set one) and the domain's words kept as written (``corrector adapt``; default: none).
+        ``load_settings``: the settings ``config`` was resolved with (``load``'s; default: all of ``config``), which
+        ``with_ranker`` resolves again.
 
         ``networks`` may be a Future (``load`` builds the ONNX sessions on another thread): it is waited for
         only once the rest is indexed, so the two overlap."""
         evidence = Evidence(read_vocab_list(bundle.vocab_path),
                             candidates if candidates is not None else CandidateTable.empty(), tables, lm, words,
-                            counts)
+                            counts, particles)
         if isinstance(networks, Future):
             networks = networks.result()
         return cls(bundle, networks, tables, config if config is not None else CorrectorConfig(), evidence, ranker,

@@ -8,7 +8,7 @@ columns here and its weight in the bundle.
 from __future__ import annotations
 
 FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions", "error_rate", "freq", "word", "name",
-            "custom", "seen", "seen_max", "pair", "kept_word", "word4")
+            "custom", "seen", "seen_max", "pair", "kept_word", "word4", "particle")
 # seen (keep rows only): log(1 + how often the character's bigrams with its neighbours, as written, were
 # written correctly in the real training pairs; the rarer of the two): a form those pairs keep as
 # correct (甚么, 报导, 部份 in Taiwan-style text) is evidence against an edit that the corpus LM alone wants.
@@ -23,6 +23,8 @@ FEATURES = ("keep", "gen_lp", "rtd", "lm_gain", "pinyin", "shape", "confusions",
 # (corrector/evidence/kept_forms.py)
 # word4: as word, of a four-character dictionary word through the choice (set phrases and idioms: 一愁莫展 -> 一筹莫展,
 # which no two- or three-character word tells); 0 for a bundle whose dictionary holds none
+# particle (candidate rows of a site written 的, 地 or 得 whose choice is another of the three): log P(choice) -
+# log P(written) given the words before and after (corrector/evidence/particles.py); 0 without the bundle's table
 PAIR_MIN_FREQ = 200  # jieba frequency a word needs to be proposed as a pair (61% of the real training pairs' two-character
 # errors are words this frequent; 50: 66%, with twice the candidates)
 CHEAP = ("gen_lp", "pinyin", "shape", "confusions", "error_rate", "freq")  # the shortlist's features

@@ -18,6 +18,7 @@ import numpy as np
 from corrector.evidence.candidates import CandidateTable
 from corrector.evidence.dictionary import WordTable
 from corrector.evidence.kept_forms import PairCounts
+from corrector.evidence.particles import ParticleTable
 from corrector.evidence.similarity import SimilarityTables
 from corrector.features.cheap import (
     CheapFeature,
@@ -33,6 +34,7 @@ from corrector.features.kept import Kept
 from corrector.features.lm import LMGain, PairGain
 from corrector.features.lm_text import LMText
 from corrector.features.pairs import WordPairFinder
+from corrector.features.particle import Particle
 from corrector.features.sites import Rows, Sites, WordPairs
 from corrector.features.state import TABLES, Dictionary, Feature, OwnCounts, RowContext, Tables, Vocabulary
 from corrector.features.words import Name, Word
@@ -40,7 +42,7 @@ from corrector.features.words import Name, Word
 # the feature objects' kinds, in the order they fill their columns (adding evidence: one kind here, its columns
 # in ``columns.FEATURES``, its weight in the bundle's ranker)
 SOURCES: tuple[type[Feature], ...] = (GeneratorLogProb, Similarity, ErrorCounts, Frequency, Choice, Name, Word, Kept,
-                                      LMGain, PairGain)
+                                      LMGain, PairGain, Particle)
 F = TypeVar("F", bound=Feature)
 
 
@@ -52,11 +54,13 @@ class Evidence:
     gather: Gather  # the candidates, scored for the shortlist by the cheap features
 
     def __init__(self, vocab: Sequence[str], candidates: CandidateTable, tables: SimilarityTables, lm=None,
-                 words: WordTable | None = None, counts: PairCounts | None = None):
+                 words: WordTable | None = None, counts: PairCounts | None = None,
+                 particles: ParticleTable | None = None):
         """``words``: jieba's words as the bundle stores them (``corrector.evidence.dictionary``); None: read from jieba
-        at first use. ``counts``: the word forms the real training pairs keep (None: none)."""
+        at first use. ``counts``: the word forms the real training pairs keep (None: none). ``particles``: the
+        particles' table (``corrector.evidence.particles``; None: none)."""
         vocabulary = Vocabulary(vocab, tables)
-        dictionary = Dictionary(words, vocabulary)
+        dictionary = Dictionary(words, vocabulary, particles)
         self.find_pairs = WordPairFinder(vocabulary, tables, dictionary)
         self._build(Tables(vocabulary, tables, candidates, counts if counts is not None else PairCounts(), dictionary,
                            LMText(lm, vocabulary.tokens) if lm is not None else None), None)

@@ -14,6 +14,7 @@ import numpy as np
 from corrector.evidence.candidates import CandidateTable
 from corrector.evidence.dictionary import WordTable
 from corrector.evidence.kept_forms import CharIds, PairCounts
+from corrector.evidence.particles import ParticleTable
 from corrector.evidence.similarity import SimilarityTables
 from corrector.features.lm_text import LMText
 from corrector.features.sites import Rows, Sites, WordPairs
@@ -126,11 +127,13 @@ class Vocabulary:
 
 
 class Dictionary:
-    """jieba's two-, three- and four-character words: the bundle's table, else read from jieba at first use."""
+    """jieba's two-, three- and four-character words: the bundle's table, else read from jieba at first use; and
+    the particles' table (None: the bundle has none)."""
 
-    def __init__(self, words: WordTable | None, vocab: Vocabulary):
+    def __init__(self, words: WordTable | None, vocab: Vocabulary, particles: ParticleTable | None = None):
         self._words = words
         self._vocab = vocab
+        self.particles = particles
 
     def table(self) -> WordTable:
         if self._words is None:
@@ -148,7 +151,7 @@ class Tables:
     similarity: SimilarityTables  # pinyin and shape similarity, character frequencies
     candidates: CandidateTable  # each character's candidates, their similarities and the real pairs' error counts
     counts: PairCounts  # the word forms the real training pairs keep
-    dictionary: Dictionary  # jieba's two-, three- and four-character words
+    dictionary: Dictionary  # jieba's two-, three- and four-character words and the particles' table
     text: LMText | None  # the character LM over the text (None: decoding without one)
 
     def changed(self, other: Tables) -> set[str]:

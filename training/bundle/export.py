@@ -31,6 +31,7 @@ from corrector.bundle import (
     sha256_file,
 )
 from corrector.evidence.dictionary import write_word_table
+from corrector.evidence.particles import FILE as PARTICLES
 from corrector.manifest import Manifest, finish_bundle
 from corrector.text.tokenize import read_vocab_list
 from corrector.types import CorrectorError
@@ -125,11 +126,13 @@ def write_bundle(disc, gen, vocab: Path, out: Path, *, name: str, similarity: Pa
 
 @dataclass
 class Evidence:
-    """The decoder's evidence besides the networks: character LM, static candidates, fitted ranker."""
+    """The decoder's evidence besides the networks: character LM, static candidates, fitted ranker, the particles'
+    table."""
 
     lm: Path | None = None  # a directory from training.evidence.char_lm
     candidates: Path | None = None  # a directory from training.evidence.candidates
     ranker: Path | None = None  # ranker.json from training.fitting.fit
+    particles: Path | None = None  # particles.json from training.evidence.particles
 
     def copy_into(self, root: Path, manifest: Manifest) -> None:
         if self.lm is not None:
@@ -146,6 +149,9 @@ class Evidence:
             meta = json.loads((root / CANDIDATES_DIR / "candidates.json").read_text(encoding="utf-8"))
             manifest.candidates = {k: meta[k] for k in ("pool_size", "sources", "pairs", "min_pinyin", "min_shape",
                                                        "tone_factor", "fitted_on") if k in meta}
+        if self.particles is not None:
+            (root / PARTICLES).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.particles, root / PARTICLES)
         if self.ranker is not None:
             shutil.copyfile(self.ranker, root / RANKER)
             r = json.loads((root / RANKER).read_text(encoding="utf-8"))
@@ -207,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lm", type=Path, help="character LM directory (training.evidence.char_lm)")
     ap.add_argument("--candidates", type=Path, help="candidate table directory (training.evidence.candidates)")
     ap.add_argument("--ranker", type=Path, help="ranker.json (training.fitting.fit)")
+    ap.add_argument("--particles", type=Path, help="the particles' table (training.evidence.particles)")
     ap.add_argument("--name", default=None, help="bundle name (default: OUT's folder name)")
     ap.add_argument("--similarity", type=Path, default=None,
                     help="tables from training.evidence.similarity (default: build them from the vocab)")
@@ -222,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if not args.update and args.out is None:
         ap.error("--out is required with --run and --hf")
-    evidence = Evidence(args.lm, args.candidates, args.ranker)
+    evidence = Evidence(args.lm, args.candidates, args.ranker, args.particles)
     try:
         if args.update:
             manifest = update_bundle(args.update, evidence, _read_json(args.metrics), read_defaults(args.defaults))
