@@ -56,6 +56,10 @@ class CorrectorConfig:
     protect_regional_forms: bool = setting(
         True, "never make an edit that only writes a word another region's way (计划/计画, 艾滋/爱滋); in simplified "
         "text an edit to the mainland's form is made")
+    swap_threshold: float = setting(
+        0.0, "the confidence an edit needs when the word it makes and the word as written are both dictionary words "
+        "(适用 -> 使用, 小节 -> 小姐: correct, edited text writes either on purpose far more often than it slips); 0: "
+        "the threshold alone; python -m corrector lint sets it", lo=0.0, hi=1.0)
     veto_unreliable_pairs: bool = setting(
         True, "never make an edit a → b that the bundle's ranker got wrong most of the time on the real training "
         "pairs (甚→什 in Taiwan-style text)")

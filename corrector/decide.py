@@ -65,7 +65,8 @@ def decide(scored: Scored, ranker: RankerWeights, evidence: Evidence, cfg: Corre
         for s in list(picked):  # every guard's veto hook: the site stays as written
             k = int(sites.chunk[s])
             best = vocab[int(rows.vid[best_row[s]])]
-            why = veto(Proposal(chunks[k], int(sites.char[s]), best, made[k], scorer.veto), cfg)
+            why = veto(Proposal(chunks[k], int(sites.char[s]), best, made[k], scorer.veto,
+                                float(scorer.calibrate(best_p[s]))), cfg)
             if why is not None:
                 guard[s] = why
                 open_sites[s] = False

@@ -7,7 +7,8 @@
   character is no site at all.
 - ``veto`` (``decide``, in each round): a site's best edit is not made: it would only change the character's script
   in traditional text (``script``, always on), only write a word another region's way (``protect_regional_forms``),
-  or it is a pair the ranker got mostly wrong on the real training pairs (``veto_unreliable_pairs``). The site
+  turn one dictionary word into another below a confidence (``swap_threshold``), or it is a pair the ranker got
+  mostly wrong on the real training pairs (``veto_unreliable_pairs``). The site
   stays as written, counts towards no ``max_edits`` and re-scores no neighbour; another site may still be edited
   in a later round.
 
@@ -38,14 +39,15 @@ REGIONAL_WINDOW = 2  # protect_regional_forms judges an edit on this many charac
 @dataclass(frozen=True)
 class Proposal:
     """A site's best edit in a round, as the ``veto`` hooks see it: ``target`` at ``position`` of ``chunk``, the
-    chunk's edits made in earlier rounds (``made``: position -> target) and the ranker's record of each pair on the
-    real training pairs (``record``: source + target -> (right, wrong))."""
+    chunk's edits made in earlier rounds (``made``: position -> target), the ranker's record of each pair on the
+    real training pairs (``record``: source + target -> (right, wrong)) and the edit's confidence."""
 
     chunk: Chunk
     position: int
     target: str
     made: Mapping[int, str]
     record: Mapping[str, tuple[int, int]]
+    confidence: float = 1.0  # the edit's calibrated confidence
 
     @property
     def source(self) -> str:
@@ -187,6 +189,36 @@ class RegionalForms(Guard):
         return None
 
 
+class WordSwaps(Guard):
+    name = "swap_threshold"
+    reason = "kept: {detail}"
+
+    def veto(self, edit: Proposal, cfg: CorrectorConfig) -> str | None:
+        """An edit below ``swap_threshold`` that turns one dictionary word into another: the word holding the
+        position as jieba segments the corrected characters around it (two characters or more), and the same span
+        as written, both in jieba's dictionary."""
+        if edit.confidence >= cfg.swap_threshold:
+            return None
+        swap = word_swap(edit.corrected(), edit.position, edit.target)
+        if swap is None:
+            return None
+        return f"{swap[0]} and {swap[1]} are both words (confidence {edit.confidence:.2f} < {cfg.swap_threshold})"
+
+
+def word_swap(text: list[str], i: int, target: str) -> tuple[str, str] | None:
+    """(the word as written, the word ``target`` at ``i`` makes) when both are dictionary words, else None."""
+    from corrector.evidence.dictionary import segment_around, tokenizer
+
+    written = "".join(text)
+    corrected = written[:i] + target + written[i + 1:]
+    _, word, _, start = segment_around(corrected, i)
+    if len(word) < 2:
+        return None
+    before = written[start:start + len(word)]
+    freq = tokenizer().FREQ
+    return (before, word) if freq.get(before, 0) > 0 and freq.get(word, 0) > 0 else None
+
+
 class UnreliablePairs(Guard):
     name = "veto_unreliable_pairs"
     reason = "kept: {detail} on the real training pairs (veto_unreliable_pairs)"
@@ -209,7 +241,7 @@ class Script(Guard):
 
 
 GUARDS: tuple[Guard, ...] = (CallerWords(), Terms(), DomainWords(), ForeignNames(), DictionaryWords(),
-                             TraditionalWords(), RegionalForms(), UnreliablePairs(), Script())
+                             TraditionalWords(), RegionalForms(), WordSwaps(), UnreliablePairs(), Script())
 NAMED: dict[str, Guard] = {g.name: g for g in GUARDS}
 
 

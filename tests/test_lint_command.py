@@ -138,6 +138,17 @@ report = 0.99
     assert code == 2 and "unknown keys ['reprot']" in err and err.count("\n") == 1
 
 
+def test_published_text_settings_are_the_default_and_a_configuration_turns_them_off(fake, here, capsys):
+    """lint decides as for published text (traditional words kept, a swap of two words needs 0.6) unless the
+    configuration says otherwise; the settings it names are added to those."""
+    (here / "a.md").write_text(SLIP, encoding="utf-8")
+    lint(capsys, "a.md")
+    assert fake.settings[-1]["swap_threshold"] == 0.6 and fake.settings[-1]["protect_traditional_words"] is True
+    (here / ".electra-csc.toml").write_text("settings = { swap_threshold = 0 }\n", encoding="utf-8")
+    lint(capsys, "a.md")
+    assert fake.settings[-1]["swap_threshold"] == 0 and fake.settings[-1]["protect_traditional_words"] is True
+
+
 def test_gitignore_in_a_repository(fake, here, capsys):
     subprocess.run(["git", "init", "-q", str(here)], check=True)
     (here / ".gitignore").write_text("*.log.md\nout/\n", encoding="utf-8")
@@ -186,9 +197,11 @@ def test_stdin_takes_its_kind_from_the_name(fake, here, capsys, monkeypatch):
 
 def test_a_real_corrector_finds_in_prose_what_correct_batch_finds(forced_bundle, forced, here):
     """The tiny model that edits every character it may: through the CLI (a real bundle loaded, a real ONNX session),
-    every finding is where correct_batch puts an edit in the same block's text, and none is in code."""
+    every finding is where correct_batch, with the settings lint decides published text with, puts an edit in the
+    same block's text, and none is in code."""
     from corrector.lint.document import Document
     from corrector.lint.extract import blocks_of
+    from corrector.lint.project_config import PUBLISHED
 
     page = "# 今天天气\n\n我们去公园，`代码` 散步吧。\n\n```\n代码块里\n```\n"
     (here / "page.md").write_text(page, encoding="utf-8")
@@ -200,7 +213,7 @@ def test_a_real_corrector_finds_in_prose_what_correct_batch_finds(forced_bundle,
     doc = Document("page.md", page)
     expected = set()
     for block in blocks_of(doc, "markdown"):
-        for e in forced.correct_batch([block.text])[0].edits:
+        for e in forced.correct_batch([block.text], **dict(PUBLISHED))[0].edits:
             at = block.locate(e.position)
             if at is not None:
                 expected.add((*doc.line_col(at), e.target))

@@ -223,6 +223,8 @@ def test_without_the_documents_extra_a_word_file_says_so_in_one_line(fake, here,
 def test_a_real_corrector_finds_in_a_word_document_what_correct_batch_finds(forced_bundle, forced, here):
     """The tiny model that edits every character it may: every finding is where correct_batch puts an edit in the
     same paragraph's text, and none is in a field's result, an image or deleted text."""
+    from corrector.lint.project_config import PUBLISHED
+
     traps(here / "a.docx")
     (here / ".electra-csc.toml").write_text("terms = 0\n", encoding="utf-8")  # (以经, written six times, is no term)
     done = subprocess.run([sys.executable, "-m", "corrector", "lint", "a.docx", "--model", str(forced_bundle),
@@ -233,7 +235,7 @@ def test_a_real_corrector_finds_in_a_word_document_what_correct_batch_finds(forc
     doc, blocks = word_document("a.docx", (here / "a.docx").read_bytes())
     expected = set()
     for block in blocks:
-        for e in forced.correct_batch([block.text])[0].edits:
+        for e in forced.correct_batch([block.text], **dict(PUBLISHED))[0].edits:  # lint's settings
             at = block.locate(e.position, len(e.source))
             if at is not None:
                 expected.add((*doc.line_col(at), e.target))

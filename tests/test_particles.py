@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from corrector.evidence.candidates import CandidateTable
-from corrector.evidence.particles import ParticleTable, segment_around
+from corrector.evidence.dictionary import segment_around
+from corrector.evidence.particles import ParticleTable
 from corrector.evidence.similarity import SimilarityTables
 from corrector.features import COL, Evidence, Sites
 from corrector.runtime.sessions import LogProbs
@@ -35,7 +36,7 @@ def table() -> ParticleTable:
 
 
 def test_a_particle_inside_a_word_is_no_slot():
-    assert segment_around("他认真的学习", 3) == ("认真", "的", "学习")  # 认真 + 的, not 认 + 真的
+    assert segment_around("他认真的学习", 3) == ("认真", "的", "学习", 3)  # 认真 + 的, not 认 + 真的
     assert table().context("目的是", 1) is None  # 目的
     assert table().context("他认真的学习", 3) == ("认真", "学习")
     assert table().context("的", 0) == ("", "")

@@ -58,6 +58,19 @@ def tokenizer() -> Any:
         return _tokenizer
 
 
+def segment_around(text: str, i: int, window: int = 6) -> tuple[str, str, str, int]:
+    """The word before the one holding ``i``, that word, the word after ('' at the text's ends) and where that word
+    starts, as jieba (its dictionary, no HMM) segments the ``window`` characters either side of ``i``."""
+    start = max(0, i - window)
+    words = tokenizer().lcut(text[start:i + window + 1], HMM=False)
+    pos = start
+    for k, w in enumerate(words):
+        if pos <= i < pos + len(w):
+            return (words[k - 1] if k > 0 else "", w, words[k + 1] if k + 1 < len(words) else "", pos)
+        pos += len(w)
+    raise AssertionError("unreachable: the window holds i")
+
+
 @dataclass(frozen=True)
 class WordTable:
     """jieba's words of two, three and four characters that the vocabulary spells, as sorted keys

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from corrector.evidence.dictionary import segment_around
+
 PARTICLES = "的地得"
 FILE = "dictionary/particles.json"
-WINDOW = 6  # characters segmented either side of a slot
 SMOOTHING = 5.0  # pseudo-counts of the backed-off estimate behind each word's counts
 END, LATIN, OTHER = "END", "LAT", "O"  # no CJK word: punctuation or the text's end; Latin letters or digits; unknown
 
@@ -41,21 +42,6 @@ CLASSES = {  # jieba's tags in twelve classes
 
 def word_class(tag: str | None) -> str:
     return CLASSES.get(tag or "", OTHER)
-
-
-def segment_around(text: str, i: int) -> tuple[str, str, str]:
-    """The word before the one holding ``i``, that word and the word after, as jieba (its dictionary, no HMM)
-    segments the ``WINDOW`` characters either side ('' at the text's ends)."""
-    from corrector.evidence.dictionary import tokenizer
-
-    start = max(0, i - WINDOW)
-    words = tokenizer().lcut(text[start:i + WINDOW + 1], HMM=False)
-    pos = start
-    for k, w in enumerate(words):
-        if pos <= i < pos + len(w):
-            return (words[k - 1] if k > 0 else "", w, words[k + 1] if k + 1 < len(words) else "")
-        pos += len(w)
-    raise AssertionError("unreachable: the window holds i")
 
 
 def _cjk(ch: str) -> bool:
@@ -79,7 +65,7 @@ class ParticleTable:
         """(word before, word after) of the particle slot at ``i`` as jieba segments the characters around it, or
         None where the character as written is part of a word (目的, 觉得, 的确, 土地; 认真的 is 认真 + 的, not
         认 + 真的)."""
-        left, word, right = segment_around(text, i)
+        left, word, right, _ = segment_around(text, i)
         return None if len(word) > 1 else (left, right)
 
     def word_class_of(self, word: str) -> str:

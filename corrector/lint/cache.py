@@ -1,6 +1,7 @@
 """The findings cache: a file whose bytes, settings and bundle are unchanged is not corrected again.
 
-One JSON file per bundle in ``.electra-csc-cache/`` (beside the configuration, or in the current folder), mapping
+One JSON file per bundle in ``.electra-csc-cache/`` beside the project's configuration (in the user's private cache
+folder when there is none; never in the folder the command ran from), mapping
 each file's key (sha256 of its bytes, and of the settings that apply to it) to the corrector's edits in it. The
 bundle's fingerprint (its manifest and ranker) names the file, so a new model never reads an old answer.
 """

@@ -40,7 +40,9 @@ else:  # pragma: no cover
 FILE_NAMES = (".electra-csc.toml", "pyproject.toml")
 WORDS_FILE = ".electra-csc-words.txt"  # the project's own words, kept as written (the editor's "ignore" writes here)
 FIX_CONFIDENCE = 0.9  # where about nine edits in ten are right: the confidences are calibrated probabilities
-PUBLISHED = (("protect_traditional_words", True),)  # decoding settings for published text, unless configured
+PUBLISHED = (("protect_traditional_words", True), ("swap_threshold", 0.6))  # decoding settings for published text,
+# unless configured (the swap threshold chosen on the judged findings of six documentation trees:
+# docs/experiments/2026-12-published-text.md)
 PER_FILE = {"report", "fix", "parts", "protect", "protect-files", "confusions", "settings"}
 KEYS = PER_FILE | {"model", "include", "exclude", "overrides", "terms"}
 

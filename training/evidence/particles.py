@@ -17,7 +17,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from corrector.evidence.particles import PARTICLES, ParticleTable, segment_around, word_class
+from corrector.evidence.dictionary import segment_around
+from corrector.evidence.particles import PARTICLES, ParticleTable, word_class
 from training.data.text_files import read_lines
 
 EDITED = ("rmrb-2019-2020.txt.xz", "news_xwlb.txt.gz", "laws.txt.gz", "news_rss.txt.gz")
@@ -50,7 +51,7 @@ def slots(text: str) -> Iterator[tuple[str, str, str]]:
     """(word before, the particle, word after) of each particle slot of ``text`` (no part of a word)."""
     for i, ch in enumerate(text):
         if ch in PARTICLES:
-            left, word, right = segment_around(text, i)
+            left, word, right, _ = segment_around(text, i)
             if len(word) == 1:
                 yield left, ch, right
 
