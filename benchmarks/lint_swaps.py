@@ -16,23 +16,15 @@ import csv
 from pathlib import Path
 
 import _checkout  # noqa: F401
+from lint_precision import JUDGED, read_judged
 
 from corrector.guards import word_swap
 
-JUDGED = Path(__file__).resolve().parent / "data" / "lint_judged.tsv"
 BARS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9)
 
 
-def judged(path: Path) -> dict[tuple[str, ...], str]:
-    out = {}
-    with path.open(encoding="utf-8") as f:
-        for r in csv.reader(f, delimiter="\t"):
-            if r and not r[0].startswith("#"):
-                out[tuple(r[:5])] = r[5]
-    return out
-
-
-def findings(folder: Path, verdicts: dict[tuple[str, ...], str]) -> list[tuple[str, float, tuple[str, str] | None, str]]:
+def findings(folder: Path, verdicts: dict[tuple[str, str, int, str, str], str]
+             ) -> list[tuple[str, float, tuple[str, str] | None, str]]:
     """(verdict or '?', confidence, the swap or None, what to show) of each finding."""
     rows = []
     for tsv in sorted(folder.glob("*.tsv")):
@@ -44,7 +36,8 @@ def findings(folder: Path, verdicts: dict[tuple[str, ...], str]) -> list[tuple[s
                 swap = (word_swap(list(text), i, suggested)
                         if len(suggested) == 1 and i < len(text) and text[i] == written else None)
                 shown = f"{tree} {path}:{line} {before[-8:]}[{written}→{suggested}]{after[1:8]}"
-                rows.append((verdicts.get((tree, path, line, written, suggested), "?"), float(confidence), swap, shown))
+                rows.append((verdicts.get((tree, path, int(line), written, suggested), "?"), float(confidence), swap,
+                             shown))
     return rows
 
 
@@ -54,7 +47,7 @@ def main() -> None:
     ap.add_argument("--judged", type=Path, default=JUDGED)
     ap.add_argument("--list", action="store_true", help="print every swap")
     a = ap.parse_args()
-    rows = findings(a.folder, judged(a.judged))
+    rows = findings(a.folder, read_judged(a.judged))
     slips, false = (sum(r[0] == v for r in rows) for v in ("slip", "false"))
     swaps = [r for r in rows if r[2] is not None]
     print(f"{len(rows)} findings ({slips} slips, {false} false alarms, {len(rows) - slips - false} not judged); "

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from corrector.evidence.dictionary import segment_around
+from corrector.text.chars import is_cjk
 
 PARTICLES = "的地得"
 FILE = "dictionary/particles.json"
@@ -42,10 +43,6 @@ CLASSES = {  # jieba's tags in twelve classes
 
 def word_class(tag: str | None) -> str:
     return CLASSES.get(tag or "", OTHER)
-
-
-def _cjk(ch: str) -> bool:
-    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
 
 
 Counts = tuple[int, int, int]  # times 的, 地, 得
@@ -72,7 +69,7 @@ class ParticleTable:
         """A segmented word's class: its table entry, else END ('' or punctuation), LAT (Latin or digits) or O."""
         if not word:
             return END
-        if not _cjk(word[0]):
+        if not is_cjk(word[0]):
             return LATIN if word[0].isalnum() else END
         return self.classes.get(word, OTHER)
 
@@ -107,17 +104,19 @@ class ParticleTable:
             got = self._cache[key] = np.log((n + SMOOTHING * by_class) / (n.sum() + SMOOTHING))
         return got
 
+    def slot_log_probs(self, text: str, i: int) -> np.ndarray | None:
+        """``log_probs`` of the slot at ``i``, or None where the character as written is part of a word."""
+        ctx = self.context(text, i)
+        return None if ctx is None else self.log_probs(*ctx)
+
     def gain(self, text: str, i: int, choice: str) -> float:
         """log P(choice) - log P(written) in the particle slot at ``i`` (0 unless both are particles and the
         written one is no part of a word)."""
         written = text[i]
         if written not in PARTICLES or choice not in PARTICLES or choice == written:
             return 0.0
-        ctx = self.context(text, i)
-        if ctx is None:
-            return 0.0
-        lp = self.log_probs(*ctx)
-        return float(lp[PARTICLES.index(choice)] - lp[PARTICLES.index(written)])
+        lp = self.slot_log_probs(text, i)
+        return 0.0 if lp is None else float(lp[PARTICLES.index(choice)] - lp[PARTICLES.index(written)])
 
     def to_dict(self) -> dict:
         return {"classes": dict(sorted(self.classes.items())), "left": {w: list(v) for w, v in sorted(self.left.items())},

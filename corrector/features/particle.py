@@ -38,12 +38,9 @@ class Particle(Feature):
         rows = np.flatnonzero(written[ctx.site] & self.is_particle[ctx.vid] & ~ctx.is_keep)
         if not len(rows):
             return
-        logp: dict[int, np.ndarray | None] = {}
-        for s in np.unique(ctx.site[rows]).tolist():
-            slot = table.context(ctx.texts[sites.chunk[s]], int(sites.char[s]))
-            logp[s] = table.log_probs(*slot) if slot is not None else None
+        logp = {s: table.slot_log_probs(ctx.texts[sites.chunk[s]], int(sites.char[s]))
+                for s in np.unique(ctx.site[rows]).tolist()}  # one segmentation a site
         for r in rows.tolist():
-            lp = logp[int(ctx.site[r])]
-            if lp is not None:
-                s = int(ctx.site[r])
+            s = int(ctx.site[r])
+            if (lp := logp[s]) is not None:
                 X[r, COL["particle"]] = lp[self.index[ctx.vid[r]]] - lp[self.index[sites.src_id[s]]]
