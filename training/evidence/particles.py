@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from corrector.evidence.dictionary import segment_around
-from corrector.evidence.particles import PARTICLES, ParticleTable, word_class
+from corrector.evidence.particles import OTHER, PARTICLES, ParticleTable, word_class
 from training.data.text_files import read_lines
 
 EDITED = ("rmrb-2019-2020.txt.xz", "news_xwlb.txt.gz", "laws.txt.gz", "news_rss.txt.gz")
@@ -68,7 +68,7 @@ def count(paths: list[Path], max_chars: int, min_count: int) -> ParticleTable:
             left.setdefault(before, [0, 0, 0])[k] += 1
             right.setdefault(after, [0, 0, 0])[k] += 1
     classes = {w: word_class(tags[w]) for w in sorted(set(left) | set(right)) if w in tags}
-    classes = {w: c for w, c in classes.items() if c != "O"}
+    classes = {w: c for w, c in classes.items() if c != OTHER}
 
     def kept(m: dict[str, list[int]]) -> dict[str, tuple[int, int, int]]:
         return {w: (v[0], v[1], v[2]) for w, v in sorted(m.items()) if sum(v) >= min_count}
