@@ -48,12 +48,18 @@ def corpus_sentences(corpus: Path, limit: int, lm_files: list[str] | None = None
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--data", type=Path, default=default_data())
     ap.add_argument("--corpus-sentences", type=int, default=2000)
     ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="decoding settings (JSON values)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser()
     a = ap.parse_args(argv)
     import json
 

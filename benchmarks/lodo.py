@@ -53,7 +53,8 @@ def choose(scores: dict[str, list[dict]], sets: list[str], max_fpr: float, tie: 
     return max(i for i in ok if mean[i] >= best - tie)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--grid", nargs="+", required=True, help="SETTING=V1,V2,... (decoding settings of a call)")
     ap.add_argument("--thresholds", default=None, help="comma-separated confidence thresholds (default: the bundle's)")
@@ -67,6 +68,11 @@ def main() -> None:
                     help="a report of an earlier run: choose again from its scores, decoding nothing but SIGHAN-15")
     ap.add_argument("--tie", type=float, default=0.002)
     ap.add_argument("--report", type=Path, default=None)
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     args = ap.parse_args()
     from corrector import Corrector
 

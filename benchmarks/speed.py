@@ -78,7 +78,8 @@ def bench_torch(model: Path, texts: list[str], threads: int) -> dict:
     return {"single_sps": len(texts) / sum(lat), "latency": lat}
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--model", type=Path, default=None)
@@ -91,6 +92,11 @@ def main() -> None:
     ap.add_argument("--no-torch", action="store_true", help="skip the transformers baseline")
     ap.add_argument("--no-lm", action="store_true", help="decode without the character LM")
     ap.add_argument("--rounds", type=int, default=3, help="batched passes; the best is reported")
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     args = ap.parse_args()
     from corrector.model_path import default_model_path
 

@@ -52,6 +52,8 @@ ONNX_GRAPHS = {"discriminator": ONNX_DISCRIMINATOR, "generator": ONNX_GENERATOR,
 ONNX_INT8 = {rel: rel.removesuffix(".onnx") + ".int8.onnx" for rel in ONNX_GRAPHS.values()}
 Precision = Literal["auto", "fp32", "int8"]  # which CPU graphs; auto = what the manifest recommends
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+Device = Literal["auto", "cpu", "cuda"]  # where the networks run; auto = CUDA when it really loads, else CPU
+DEVICES: tuple[str, ...] = get_args(Device)
 SIMILARITY_DIR = "similarity"
 CANDIDATES_DIR = "candidates"
 LM_DIR = "lm"

@@ -13,7 +13,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic.json_schema import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from corrector.bundle import Precision
+from corrector.bundle import Device, Precision
 
 from .schemas import ServerDecodingSettings
 
@@ -47,7 +47,7 @@ class ServiceSettings(BaseSettings):
     # --- model -----------------------------------------------------------------------------------
     model_dir: Path | None = setting(None, "model bundle directory", group="model", flag="--model", short="-m",
                                      metavar="DIR", shown="$CSC_MODEL_DIR or the shipped one")
-    device: Literal["auto", "cpu", "cuda"] = setting("auto", "auto = CUDA when it really loads, else CPU",
+    device: Device = setting("auto", "auto = CUDA when it really loads, else CPU",
                                                      group="model")
     threads: int = setting(0, "ONNX Runtime intra-op threads per session; 0 = its default", group="model", ge=0)
     precision: Precision = setting("auto", "CPU graphs: auto (the bundle's recommendation), fp32 or int8",

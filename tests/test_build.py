@@ -289,6 +289,8 @@ def test_bad_recipes_and_arguments_exit_with_one_line_before_anything_runs(tmp_p
         "forward.toml": (splits + 'args = {out = "{later}"}\n[[stage]]\nname = "later"\nmodule = "training.data.splits"\n',
                          "stage 'a' args.out: reads {later}, which is not an earlier stage or a [vars] name"),
         "module.toml": ('[[stage]]\nname = "a"\nmodule = "os.system"\n', "stage 'a' module: 'os.system' is not a training module"),
+        "parser.toml": ('[[stage]]\nname = "a"\nmodule = "training.data.location"\n',
+                        "training.data.location has no parser(): not a command a recipe can check"),
         "key.toml": ('[[stage]]\nname = "a"\nruns = []\n', "stage 'a' has unknown keys ['runs']"),
         "top.toml": ('stages = 1\n' + splits, "unknown top-level keys ['stages']"),
         "reserved.toml": ('[[stage]]\nname = "bundle"\nmodule = "training.data.splits"\n',

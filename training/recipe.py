@@ -70,7 +70,7 @@ class RecipeError(ValueError):
     """A recipe that cannot run, with a one-line reason."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Command:
     kind: str  # "module", "script", "write_json" or "merge_json"
     target: str  # the module, the script (relative to the repository), or the file a helper writes
@@ -94,7 +94,7 @@ class Command:
         return found + [(f"{body}.{k}", s) for k, v in self.args.items() for s in strings_in(v)]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Stage:
     name: str
     commands: list[Command]
@@ -287,9 +287,8 @@ def read_stage(table: dict[str, Any], variables: dict[str, Any], earlier: list[s
                               f"not both ({sorted(set(table) & COMMAND_KEYS)})")
         if not isinstance(table["run"], list) or not table["run"] or not all(isinstance(c, dict) for c in table["run"]):
             raise RecipeError(f"stage {name!r}: run must be [[stage.run]] tables, one a command")
-        commands = [read_command(c, variables, f"stage {name!r} run[{i}].") for i, c in enumerate(table["run"])]
-        for i, c in enumerate(commands):
-            c.where = f"run[{i}]."
+        commands = [read_command(c, variables, f"stage {name!r} run[{i}].", f"run[{i}].")
+                    for i, c in enumerate(table["run"])]
     else:
         commands = [read_command({k: v for k, v in table.items() if k in COMMAND_KEYS}, variables, f"stage {name!r} ")]
     for key, kind in (("bundle_from", str), ("init_flag", str), ("skip_with_init", bool), ("optional", bool)):
@@ -300,9 +299,6 @@ def read_stage(table: dict[str, Any], variables: dict[str, Any], earlier: list[s
             isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in cost.values()):
         raise RecipeError(f"stage {name!r} cost: a table of non-negative numbers, keys among {sorted(COST_KEYS)}; "
                           f"got {cost!r}")
-    stage = Stage(name, commands, table, table.get("bundle_from"), table.get("init_flag"),
-                  bool(table.get("skip_with_init", False)), bool(table.get("optional", False)),
-                  cost={k: float(v) for k, v in cost.items()})
     refs: set[str] = set()
     for command in commands:
         for key, s in command.strings():
@@ -310,19 +306,22 @@ def read_stage(table: dict[str, Any], variables: dict[str, Any], earlier: list[s
                 if ref not in (*earlier, name, "data", "init"):
                     raise RecipeError(f"stage {name!r} {command.where}{key}: reads {{{ref}}}, which is not an earlier "
                                       f"stage or a [vars] name")
-                stage.reads_init |= ref == "init"
                 refs.add(ref)
-    if stage.bundle_from:
-        if stage.bundle_from not in earlier:
-            raise RecipeError(f"stage {name!r} bundle_from: {stage.bundle_from!r} is not an earlier stage")
-        refs.add(stage.bundle_from)
-    if stage.init_flag and init:
+    reads_init = "init" in refs
+    bundle_from, init_flag = table.get("bundle_from"), table.get("init_flag")
+    if bundle_from:
+        if bundle_from not in earlier:
+            raise RecipeError(f"stage {name!r} bundle_from: {bundle_from!r} is not an earlier stage")
+        refs.add(bundle_from)
+    if init_flag and init:
         refs |= set(PLACEHOLDER.findall(init)) - {"data"}
-    stage.needs = sorted(refs - {"data", "init", name})
-    return stage
+    return Stage(name, commands, table, bundle_from, init_flag, bool(table.get("skip_with_init", False)),
+                 bool(table.get("optional", False)), needs=sorted(refs - {"data", "init", name}),
+                 reads_init=reads_init, cost={k: float(v) for k, v in cost.items()})
 
 
-def read_command(table: dict[str, Any], variables: dict[str, Any], where: str) -> Command:
+def read_command(table: dict[str, Any], variables: dict[str, Any], where: str, label: str = "") -> Command:
+    """One command of a stage; ``where`` prefixes its errors, ``label`` names it in a stage of several (``run[2].``)."""
     unknown = set(table) - COMMAND_KEYS
     if unknown:
         raise RecipeError(f"{where}has unknown keys {sorted(unknown)} (known: {sorted(COMMAND_KEYS)})")
@@ -361,7 +360,7 @@ def read_command(table: dict[str, Any], variables: dict[str, Any], where: str) -
     if stdout is not None and not isinstance(stdout, str):
         raise RecipeError(f"{where}stdout: expected a path, got {stdout!r}")
     return Command(kind, text(resolve(target, variables, f"{where}{kind}")), body,
-                   text(resolve(stdout, variables, f"{where}stdout")) if stdout else None)
+                   text(resolve(stdout, variables, f"{where}stdout")) if stdout else None, label)
 
 
 def resolve(value: Any, variables: dict[str, Any], where: str) -> Any:

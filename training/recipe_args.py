@@ -1,4 +1,4 @@
-"""A recipe's commands against their modules' own argument parsers, captured without running the modules: every
+"""A recipe's commands against their modules' own argument parsers (each module's or script's ``parser()``): every
 key a flag the parser has, with its arity (``check_arguments``, before a build runs anything), and no key that only
 restates the parser's default (``restated_defaults``: the modules' defaults are the shipped run's, so a recipe
 states only where a stage differs)."""
@@ -17,40 +17,25 @@ from typing import Any
 from training.recipe import PLACEHOLDER, ROOT, Command, Recipe, RecipeError, Stage, text
 
 
-class _Captured(Exception):
-    def __init__(self, parser: argparse.ArgumentParser) -> None:
-        self.parser = parser
-
-
 @functools.cache
 def parser_of(kind: str, target: str) -> argparse.ArgumentParser:
-    """The argument parser a module's ``main`` (or a script's) builds, without running it: ``main`` is called with
-    ``ArgumentParser.parse_known_args`` raising the parser as soon as it is asked to parse."""
-    original = argparse.ArgumentParser.parse_known_args
-
-    def capture(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
-        raise _Captured(self)
-    argparse.ArgumentParser.parse_known_args = capture  # type: ignore[assignment,method-assign]
-    try:
-        if kind == "module":
-            try:
-                module = importlib.import_module(target)
-            except ModuleNotFoundError as e:
-                raise MissingPackage(target, e.name or str(e)) from None
-            main = getattr(module, "main", None)
-            if main is None:
-                raise RecipeError(f"{target} has no main(argv): not a command")
-            main([])
-        else:
-            with script_context(target, []):
-                runpy.run_path(str(ROOT / target), run_name="__main__")
-    except _Captured as e:
-        return e.parser
-    except SystemExit:
-        pass
-    finally:
-        argparse.ArgumentParser.parse_known_args = original  # type: ignore[method-assign]
-    raise RecipeError(f"{target} parsed no arguments when its main was called (not an argparse command)")
+    """The argument parser of a stage's module or script: its ``parser()``, read without running its ``main`` (a
+    script runs under another name than ``__main__``, so only its definitions run)."""
+    if kind == "module":
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as e:
+            raise MissingPackage(target, e.name or str(e)) from None
+        build = getattr(module, "parser", None)
+    else:
+        with script_context(target, []):
+            build = runpy.run_path(str(ROOT / target), run_name="recipe_args").get("parser")
+    if not callable(build):
+        raise RecipeError(f"{target} has no parser(): not a command a recipe can check")
+    parser = build()
+    if not isinstance(parser, argparse.ArgumentParser):
+        raise RecipeError(f"{target}: parser() returned {type(parser).__name__}, not an ArgumentParser")
+    return parser
 
 
 class MissingPackage(RecipeError):

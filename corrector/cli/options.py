@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from corrector.bundle import PRECISIONS
+from corrector.bundle import DEVICES, PRECISIONS
 from corrector.config import KINDS, SETTINGS, WORD_LISTS, check, doc, kind_text, parse_confusions, shown
 from corrector.model_path import ENV_MODEL
 
@@ -33,7 +33,7 @@ def decoding_args(ap: argparse.ArgumentParser, without: tuple[str, ...] = ()) ->
     model_args(ap)
     ap.add_argument("--lm", help="another character LM: a training.evidence.char_lm directory, or a KenLM .arpa/.klm file "
                                  "(needs the kenlm module)")
-    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    ap.add_argument("--device", choices=DEVICES, default="auto")
     ap.add_argument("--precision", choices=PRECISIONS, default="auto",
                     help="CPU graphs: auto (the bundle's recommendation), fp32 or int8-quantised")
     setting_args(ap, without)

@@ -9,13 +9,14 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from corrector.bundle import Device
 from corrector.types import CorrectorError
 
-Device = Literal["auto", "cpu", "cuda"]
+__all__ = ["Device"]  # declared in corrector.bundle beside Precision; imported from here by the loaders
 log = logging.getLogger(__name__)
 
 

@@ -199,7 +199,8 @@ def export_hf_pair(disc_dir: Path, gen_dir: Path, out: Path, name: str | None = 
                         half=False)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(prog="python -m training.bundle.export", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
@@ -226,6 +227,11 @@ def main(argv: list[str] | None = None) -> None:
                          "the RTD score reaches the rtd_floor setting)")
     ap.add_argument("--cpu-onnx", choices=["fp32", "int8"], default="fp32",
                     help="graphs the Corrector runs on CPU by default (int8 only after measuring its F1 and speed)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser()
     args = ap.parse_args(argv)
     if not args.update and args.out is None:
         ap.error("--out is required with --run and --hf")

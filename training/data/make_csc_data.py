@@ -305,7 +305,7 @@ def make_dataset(
 # ---------------------------------------------------------------------------------------------- CLI
 
 
-def build_parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--sentences", type=Path, required=True, help="clean sentences, one per line (training.data.prepare)"
@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = build_parser()
+    ap = parser()
     args = ap.parse_args(argv)
     try:
         config = CorruptionConfig(

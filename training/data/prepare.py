@@ -110,7 +110,8 @@ def write_shard(tok, sents: list[str], out: Path, name: str, batch: int = 10000)
     return int(flat.size)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, required=True, help="a .txt, .txt.gz or .txt.xz file or a folder of them")
     ap.add_argument("--out", type=Path, required=True, help="output folder")
@@ -122,6 +123,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-lines", type=int, default=0, help="read at most this many corpus lines (0 = all)")
     ap.add_argument("--val-fraction", type=float, default=0.005)
     ap.add_argument("--seed", type=int, default=1234)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser()
     args = ap.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ target side of each as an error-free sentence, so that false positives count as 
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from .location import default_data, require
@@ -93,12 +94,8 @@ def hold_out_fold(data_dir: Path, train_file: Path, fold: int, folds: int, holdo
     return held, [p for p in read_pairs(train_file)[0] if p[1] not in targets]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Write the dev split as ``source<TAB>target`` lines (for ``training.fitting.evaluate --data``), or check that a
-    training file holds none of it."""
-    import argparse
-    import sys
-
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description="Write the dev split (held-out sighan_train pairs + their targets).")
     ap.add_argument("--data", type=Path, default=default_data(),
                     help="the data folder (default $CSC_DATA or ../shared/data; docs/data.md)")
@@ -110,6 +107,15 @@ def main(argv: list[str] | None = None) -> int:
                     "to --out and --train-file less every pair with one of their targets to --out-train")
     ap.add_argument("--train-file", type=Path, help="with --hold-out-fold: a training.data.make_csc_data output")
     ap.add_argument("--out-train", type=Path, help="with --hold-out-fold: where the rest of --train-file goes")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the dev split as ``source<TAB>target`` lines (for ``training.fitting.evaluate --data``), or check that a
+    training file holds none of it."""
+    import sys
+
+    ap = parser()
     args = ap.parse_args(argv)
     require([args.data / "csc" / "sighan_train.tsv"], args.data)
     if args.hold_out_fold:

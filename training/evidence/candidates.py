@@ -343,7 +343,8 @@ def _pair_pinyin(a: str, b: str, tables: SimilarityTables, graded: GradedPinyin)
     return max((graded.reading(x, y) for x in tables.readings(a) for y in tables.readings(b)), default=0.0)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--similarity", type=Path, required=True, help="similarity tables (training.evidence.similarity)")
     ap.add_argument("--data", type=Path, required=True, help="the shared data folder (holds csc/, and corpus/ for names.npz)")
@@ -354,6 +355,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--holdout", type=int, default=1000, help="sighan_train pairs held out as the dev split")
     ap.add_argument("--folds", type=int, default=0, help="instead: K tables, each without one fold of the training "
                     "pairs, into --out/fold0 .. fold{K-1} (cross-fitting: training.fitting.fit --fit-count-folds)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser()
     a = ap.parse_args(argv)
     if a.folds:
         if a.folds < 2:

@@ -303,7 +303,8 @@ def convert(from_arpa: Path | None, to_arpa: Path | None, out: Path, quant: int,
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="--out, --order, --smoothing, --prune and --quant may be repeated to write several "
                                         "models from one counting pass (single values apply to all).")
@@ -344,6 +345,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "removed afterwards; the runs take about 12 bytes per counted n-gram)")
     ap.add_argument("--chunk-chars", type=int, default=CHUNK_CHARS, help="characters counted at once")
     ap.add_argument("--part-entries", type=int, default=PART_ENTRIES, help="run entries merged at once")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     n = len(args.out)
     if args.evaluate:

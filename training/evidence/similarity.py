@@ -248,7 +248,7 @@ def report(tables: SimilarityTables, chars: str = REPORT_CHARS, n: int = 8) -> s
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--vocab", type=Path, required=True, help="vocab.txt, one token per line (line index = token id)"
@@ -273,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = build_parser()
+    ap = parser()
     args = ap.parse_args(argv)
     for path in (args.vocab, args.char_freq):
         if not path.is_file():

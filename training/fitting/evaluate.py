@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from corrector import Corrector
-from corrector.bundle import PRECISIONS
+from corrector.bundle import DEVICES, PRECISIONS
 from corrector.model_path import default_model_path
 
 from ..data.csc_data import read_pairs
@@ -109,14 +109,15 @@ def grid_combinations(items: list[str]) -> list[dict]:
     return combos
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, required=True, help="source<TAB>target file")
     ap.add_argument("--model", type=Path, default=None, help="bundle directory (default: the bundled model)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                     help="corrector settings, e.g. threshold=0.6 use_lm=false top_k=10")
     ap.add_argument("--limit", type=int, default=0, help="evaluate the first N pairs only")
-    ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--device", default="cpu", choices=DEVICES)
     ap.add_argument("--precision", default="auto", choices=PRECISIONS,
                     help="CPU graphs: the bundle's recommendation (auto), float or int8-quantised")
     ap.add_argument("--batch-size", type=int, default=64)
@@ -137,6 +138,11 @@ def main(argv: list[str] | None = None) -> None:
                     "with --lm-folds, the same K")
     ap.add_argument("--shared-data", type=Path, default=default_data(),
                     help="with --lm-folds or --count-folds: the folds' data")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.thresholds is not None and not args.sweep:
         ap.error("--thresholds needs --sweep")

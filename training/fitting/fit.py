@@ -59,7 +59,8 @@ def chosen_into(weights: RankerWeights, chosen: dict[bool, tuple[Scorer, float]]
     return replace(weights, meta={**weights.meta, rule_name: rule})
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, required=True, help="bundle with candidates/ and lm/")
     ap.add_argument("--data", type=Path, help="the shared data folder (holds csc/); the calibration step alone, on "
@@ -77,6 +78,11 @@ def main(argv: list[str] | None = None) -> None:
                     "that did not count its fold; the bundle's LM counted them all")
     for step in (ranker, pair_veto, threshold, calibrate):  # each step's own flags
         step.add_arguments(ap)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser()
     a = ap.parse_args(argv)
     if a.fit_lm and a.fit_lm_folds:
         ap.error("give --fit-lm or --fit-lm-folds, not both")

@@ -354,7 +354,7 @@ def train(cfg: FinetuneConfig, args: argparse.Namespace, given: set[str] | None 
     return summary
 
 
-def build_parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--init", type=Path, help="pretraining run folder with discriminator/ and generator/")
@@ -383,9 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    args = parser().parse_args(argv)
     cfg = FinetuneConfig(**{f.name: getattr(args, f.name) for f in fields(FinetuneConfig)})
-    given = loop.given_flags(build_parser(), argv) & {f.name for f in fields(FinetuneConfig)}
+    given = loop.given_flags(parser(), argv) & {f.name for f in fields(FinetuneConfig)}
     train(cfg, args, given)
 
 

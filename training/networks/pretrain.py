@@ -299,7 +299,7 @@ def train(cfg: PretrainConfig, data: Path, out: Path, max_minutes: float = 0, de
     return summary
 
 
-def build_parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, required=True, help="folder written by training.data.prepare")
     ap.add_argument("--out", type=Path, required=True, help="run folder (checkpoint, metrics, HF dirs)")
@@ -333,11 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    args = parser().parse_args(argv)
     cfg = PretrainConfig.from_args(args)
     if cfg.confusion_rate > 0 and args.confusions is None:
         raise SystemExit("--confusion-rate needs --confusions")
-    given = loop.given_flags(build_parser(), argv) & {f.name for f in fields(PretrainConfig)}
+    given = loop.given_flags(parser(), argv) & {f.name for f in fields(PretrainConfig)}
     if args.fork_from and args.init_from:
         raise SystemExit("--fork-from and --init-from: one or the other (a fork continues a run, an init starts one)")
     if args.init_stack and not args.init_from:

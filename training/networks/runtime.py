@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from corrector.bundle import DEVICES
+
 
 @dataclass
 class Runtime:
@@ -80,7 +82,7 @@ PRECISIONS = ("auto", "fp32", "bf16")  # the training arithmetic (setup_runtime)
 
 def add_runtime_args(ap: argparse.ArgumentParser) -> None:
     """--device, --threads and --precision, as pretraining and fine-tuning take them."""
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--device", default="auto", choices=DEVICES)
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
     ap.add_argument("--precision", default="auto", choices=PRECISIONS,
                     help="training arithmetic (not the ONNX graphs of training.fitting.evaluate): bf16 autocasts the "

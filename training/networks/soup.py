@@ -78,11 +78,17 @@ def soup(pairs: Sequence[Path], weights: Sequence[float], out: Path) -> None:
     tmp.rename(out)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command's flags (the recipe checks its commands against them)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=Path, nargs="+", required=True, help="run folders or bundles, two or more")
     ap.add_argument("--weights", required=True, help="one weight per pair, comma-separated, summing to 1")
     ap.add_argument("--out", type=Path, required=True, help="the run folder to write (replaced)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser()
     args = ap.parse_args(argv)
     try:
         if len(args.pairs) < 2:
