@@ -70,6 +70,9 @@ class CorrectorConfig:
     terms: tuple[str, ...] = setting(
         (), "the document's own terms (words its author writes again and again: corrector.evidence.terms): never "
         "edited inside where the text's segmentation makes them a word")
+    bigrams: tuple[str, ...] = setting(
+        (), "two characters the document writes side by side again and again (corrector.evidence.terms): never "
+        "edited where they stand together")
     confusions: tuple[tuple[str, str], ...] = setting(
         (), "[A, B] pairs of single characters: B is always a candidate for A")
 
@@ -102,7 +105,7 @@ def _kind(hint: Any) -> Any:
 _HINTS = typing.get_type_hints(CorrectorConfig)
 SETTINGS = {f.name: f for f in fields(CorrectorConfig)}  # name -> its declaration (a dataclass Field)
 KINDS: dict[str, Any] = {name: _kind(_HINTS[name]) for name in SETTINGS}
-WORD_LISTS = ("protect", "terms")  # the settings that are lists of words
+WORD_LISTS = ("protect", "terms", "bigrams")  # the settings that are lists of words
 OPTIONAL = frozenset(name for name in SETTINGS if type(None) in typing.get_args(_HINTS[name]))
 
 
@@ -128,6 +131,8 @@ def check(name: str, value: Any) -> Any:
             return (value,)  # one word, not its characters
         if not all(isinstance(w, str) for w in value):
             raise ValueError(f"{name} must be a list of words")
+        if name == "bigrams" and not all(len(w) == 2 for w in value):
+            raise ValueError(f"bigrams must be two characters each, got {next(w for w in value if len(w) != 2)!r}")
         return tuple(value)
     if name == "confusions":
         pairs = tuple((a, b) for a, b in value)

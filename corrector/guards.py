@@ -1,7 +1,8 @@
 """Keep-as-written rules ("guards"): one protocol, ``Guard``, with a hook for each stage that applies guards.
 
 - ``protect`` (``prepare``): the characters of a text no edit may touch: the caller's words (``protect``), the
-  document's own terms where the text's segmentation makes them words (``terms``), traditional words in simplified
+  document's own terms where the text's segmentation makes them words (``terms``) and the pairs of characters it
+  writes side by side again and again (``bigrams``), traditional words in simplified
   text (``protect_traditional_words``), the words of the domain the bundle was adapted to (``protect_domain_words``), foreign names (``protect_foreign_names``),
   multi-character dictionary words (``protect_dictionary_words``). Such a
   character is no site at all.
@@ -111,6 +112,17 @@ class Terms(Guard):
             if matcher.has(w):
                 out.update(range(start, start + len(w)))
         return out
+
+
+class Bigrams(Guard):
+    name = "bigrams"
+    reason = "two characters the document writes side by side again and again"
+    as_written = True
+
+    def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
+        if not (cfg.bigrams and text):
+            return set()
+        return _matcher_of(cfg.bigrams).positions(text)
 
 
 class DomainWords(Guard):
@@ -240,7 +252,7 @@ class Script(Guard):
         return None
 
 
-GUARDS: tuple[Guard, ...] = (CallerWords(), Terms(), DomainWords(), ForeignNames(), DictionaryWords(),
+GUARDS: tuple[Guard, ...] = (CallerWords(), Terms(), Bigrams(), DomainWords(), ForeignNames(), DictionaryWords(),
                              TraditionalWords(), RegionalForms(), WordSwaps(), UnreliablePairs(), Script())
 NAMED: dict[str, Guard] = {g.name: g for g in GUARDS}
 

@@ -149,6 +149,17 @@ def test_terms_keep_a_word_where_the_text_segments_it(fake_forced):
     assert not edited(fake_forced.correct(text, protect=["国人"])) & {7, 8}  # unlike protect
 
 
+def test_bigrams_keep_two_characters_wherever_they_stand_together(fake_forced):
+    """``bigrams`` keeps a pair as written wherever it occurs, whatever the segmentation; its characters elsewhere
+    are read as before."""
+    text = "我们北京，我北"  # 们北: no word of jieba's (我们/北京)
+    assert edited(fake_forced.correct(text)) >= {0, 1, 2, 3, 6}
+    c = fake_forced.correct(text, bigrams=["们北"])
+    check(c)
+    assert not edited(c) & {1, 2}
+    assert {0, 3, 6} <= edited(c)
+
+
 @pytest.mark.parametrize("text, kept", [
     ("推荐演算法筆記这个网站", {5, 6}),  # two traditional characters in a row: a name in its own script
     ("这个词们说是「資訊」的意思", {7, 8}),

@@ -338,9 +338,27 @@ def test_a_finding_shows_the_word_it_changes_and_fix_writes_whole_words(here, ca
 def test_through_a_service_each_request_sends_the_terms_its_texts_write():
     from corrector.lint import remote
 
-    settings = {"threshold": 0.5, "terms": ("移项", "结点", "题意")}
+    settings = {"threshold": 0.5, "terms": ("移项", "结点", "题意"), "bigrams": ("向左", "满秩")}
     assert remote._for(["根结点", "简要题意"], settings) == {"threshold": 0.5, "terms": ["结点", "题意"]}
+    assert remote._for(["向左走", "根结点"], settings) == {"threshold": 0.5, "terms": ["结点"], "bigrams": ["向左"]}
     assert remote._for(["别的"], settings) == {"threshold": 0.5}
+
+
+def test_the_pairs_the_files_write_side_by_side_again_and_again_are_kept(fake, here, capsys):
+    """Issue 71, 1: two characters the checked files write side by side eight times or more (向左 in a text that
+    walks a grid; no word for jieba) are passed as bigrams, from any file, and key the cache as the terms do; a
+    pair holding 的 is never one; bigrams = 0 turns it off."""
+    (here / "a.md").write_text("我们都向左试试。\n\n" * 5, encoding="utf-8")
+    (here / "b.md").write_text("再向左的一步。\n\n" * 3, encoding="utf-8")
+    lint(capsys, ".")
+    kept = fake.settings[-1]["bigrams"]
+    assert "向左" in kept and "左试" not in kept and "左的" not in kept and "的一" not in kept
+    (here / ".electra-csc.toml").write_text("bigrams = 0\n", encoding="utf-8")
+    lint(capsys, ".")
+    assert "bigrams" not in fake.settings[-1]
+    (here / ".electra-csc.toml").write_text("bigrams = 1.5\n", encoding="utf-8")
+    code, _, err = lint(capsys, ".")
+    assert code == 2 and "bigrams must be a count" in err
 
 
 def test_a_finding_says_when_its_text_is_a_heading_a_link_text_a_table_cell_or_a_label(fake, here, capsys):

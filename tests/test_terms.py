@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from corrector.evidence.terms import recurring, term_counts, words
+from corrector.evidence.terms import BIGRAM_MIN_COUNT, bigram_counts, bigrams, recurring, term_counts, words
 
 
 def test_words_are_the_multi_character_chinese_words_with_their_offsets():
@@ -38,3 +38,22 @@ def test_a_word_with_a_far_commoner_rival_is_no_term():
     counts = Counter({"此事": 3, "此时": 240, "结点": 1452, "节点": 2180, "无须": 46, "无需": 2, "队首": 5, "队尾": 50})
     assert set(recurring(counts)) == {"无须", "结点", "此时", "节点", "队首", "队尾"}  # 无需 (2): too rarely
     assert "此事" in recurring(counts, rival_ratio=100)
+
+
+def test_bigrams_are_two_chinese_characters_side_by_side_without_de_di_de():
+    """Whatever the segmentation (向左 in 都向左试试 is no word), less the pairs holding 的, 地 or 得, whose choice
+    depends on the words around them, not on a habit of the author's."""
+    assert list(bigrams("都向左试试，认真地学 x 跑得快")) == [(0, "都向"), (1, "向左"), (2, "左试"), (3, "试试"),
+                                                          (6, "认真")]
+    assert [w for _, w in bigrams("认真地学习")] == ["认真", "学习"]
+    assert [w for _, w in bigrams("a向左 b")] == ["向左"]
+
+
+def test_recurring_bigrams_count_from_their_own_minimum_and_yield_to_a_far_commoner_rival():
+    """A bigram written BIGRAM_MIN_COUNT times is kept; one whose sound-alike rival the text writes more than twice
+    as often is not (登陆 beside 登录 written 157 times, as in one of the documentation trees)."""
+    texts = ["都向左试试。"] * BIGRAM_MIN_COUNT + ["用于登陆系统。"] * 22 + ["登录"] * 157 + ["一次。"] * 3
+    kept = recurring(bigram_counts(texts), BIGRAM_MIN_COUNT)
+    assert "向左" in kept and "都向" in kept and "登录" in kept
+    assert "登陆" not in kept and "一次" not in kept
+    assert bigram_counts(texts) == bigram_counts(reversed(texts))

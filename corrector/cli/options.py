@@ -19,6 +19,7 @@ OFF_ALIASES = {"use_lm": ("--no-lm",)}  # the spellings the command had before i
 LISTS = {  # how the command takes the list settings
     "protect": {"metavar": "WORD", "how": "repeatable, or several at once with commas: --protect 张三,李四"},
     "terms": {"metavar": "WORD", "how": "repeatable, or several at once with commas: --terms 结点,移项"},
+    "bigrams": {"metavar": "AB", "how": "repeatable, or several at once with commas: --bigrams 向左,满秩"},
     "confusions": {"metavar": "FILE", "how": "here a file of them, one 'A→B' per line"},
 }
 

@@ -11,6 +11,14 @@ so a 的 inside 真的 is still read in 认真的学习 (segmented 认真/的/�
     counts = term_counts(texts)               # every text of the document or tree, in any order
     fix.correct_batch(texts, terms=recurring(counts))
 
+The same holds for two characters side by side, whatever the segmentation (``bigrams``): a pair the text writes at
+least ``BIGRAM_MIN_COUNT`` times with no far commoner sound-alike rival (向左 in a text that walks a grid, 移项 and
+满秩 in algebra, 佐为 in a story) is kept as written wherever it stands (the ``bigrams`` setting). A slip is rarely
+written the same way eight times. A pair holding 的, 地 or 得 is never one: which of them a sentence needs depends
+on the words around it, not on a habit of the author's.
+
+    fix.correct_batch(texts, terms=recurring(counts), bigrams=recurring(bigram_counts(texts), BIGRAM_MIN_COUNT))
+
 The counts add up, so a tree's are the sum of its files' (``lint`` keeps each file's in its cache) and do not
 depend on the order the files are read in.
 """
@@ -28,6 +36,9 @@ RIVAL_RATIO = 2  # ... unless it writes a rival (a word one sound-alike characte
 #                  此事 written 3 times beside 此时 240 times is more likely a slip of it than a term; 结点 1,452 times
 #                  beside 节点 2,180 times is the author's term (chosen on six documentation trees' judged findings:
 #                  docs/experiments/2026-12-trusted-text.md)
+BIGRAM_MIN_COUNT = 8  # two characters written side by side this often are kept as written (chosen on the six
+#                       documentation trees' judged findings: docs/experiments/2026-12-published-text.md)
+PARTICLES = frozenset("的地得")  # never in a bigram kept as written
 
 
 def words(text: str) -> Iterator[tuple[int, str]]:
@@ -47,6 +58,23 @@ def term_counts(texts: Iterable[str]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for text in texts:
         counts.update(w for _, w in words(text))
+    return counts
+
+
+def bigrams(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, pair) of every two Chinese characters side by side in ``text``, less the pairs holding 的, 地 or
+    得."""
+    for i in range(len(text) - 1):
+        a, b = text[i], text[i + 1]
+        if is_cjk(a) and is_cjk(b) and a not in PARTICLES and b not in PARTICLES:
+            yield i, a + b
+
+
+def bigram_counts(texts: Iterable[str]) -> Counter[str]:
+    """How often each pair of ``texts`` is written (``bigrams``)."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(w for _, w in bigrams(text))
     return counts
 
 

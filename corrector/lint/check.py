@@ -14,11 +14,11 @@ import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from corrector.evidence.terms import recurring, term_counts
+from corrector.evidence.terms import bigram_counts, recurring, term_counts
 
 from .document import Block, Document, DocumentError
 from .extract import DOCUMENT_MODULES, blocks_of, read_documents
@@ -216,11 +216,13 @@ def whole_words(findings: Sequence[Finding]) -> list[Finding]:
     return [f if f.fix == fixable[(f.path, f.line, f.word_column)] else replace(f, fix=False) for f in findings]
 
 
-def settings_key(settings: FileSettings, kind: str, report: float | None, terms: Sequence[str] = ()) -> str:
-    """What the corrector's answer for a file depends on besides its bytes and the bundle (``terms``: the tree's
-    terms that the file writes)."""
+def settings_key(settings: FileSettings, kind: str, report: float | None,
+                 own: Mapping[str, Sequence[str]] | None = None) -> str:
+    """What the corrector's answer for a file depends on besides its bytes and the bundle (``own``: of the tree's
+    terms and bigrams, those the file writes)."""
     return json.dumps({"kind": kind, "parts": settings.parts, "decoding": settings.decoding(report),
-                       **({"terms": list(terms)} if terms else {})}, sort_keys=True, default=list)
+                       **{name: list(words) for name, words in (own or {}).items() if words}},
+                      sort_keys=True, default=list)
 
 
 @dataclass
@@ -252,10 +254,12 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
     """Every target's findings. ``correct`` gives the corrector's pass, called only when some file misses the cache
     (a cached run loads no model).
 
-    First the files' own terms (``corrector.evidence.terms``): every file's word counts (cached by its bytes),
-    summed over the files checked, whatever their order; the words written at least ``config.terms`` times (less
-    those a far commoner rival unseats: ``recurring``) are kept as written (the ``terms`` setting) in every file. A file's answer depends on its bytes, its settings and
-    the terms it writes, so its cache entry is keyed by those."""
+    First the files' own terms and bigrams (``corrector.evidence.terms``): every file's word and bigram counts
+    (cached by its bytes), summed over the files checked, whatever their order; the words written at least
+    ``config.terms`` times and the bigrams written at least ``config.bigrams`` times (less those a far commoner
+    rival unseats: ``recurring``) are kept as written (the ``terms`` and ``bigrams`` settings) in every file. A
+    file's answer depends on its bytes, its settings and the terms and bigrams it writes, so its cache entry is
+    keyed by those."""
     docs: dict[str, Document] = {}
     errors: list[str] = []
     files: list[_File] = []
@@ -277,18 +281,13 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
             docs[r.shown] = r.doc
             files.append(_File(replace(t, shown=r.shown, kind=r.kind), r.doc, hashlib.sha256(r.data).hexdigest(),
                                config.for_file(t.relative), None if r.blocks is None else list(r.blocks)))
-    counts = {f.target.shown: _word_counts(f, cache) for f in files} if config.terms else {}
-    tree: Counter[str] = Counter()
-    for c in counts.values():
-        tree.update(c)
-    terms = recurring(tree, config.terms)
-    is_term = set(terms)
+    own = {name: _own(files, name, least, cache) for name, least in (("terms", config.terms),
+                                                                      ("bigrams", config.bigrams))}
     todo: dict[str, list[tuple[_File, str]]] = {}  # by the decoding settings
     raws: dict[str, list[Raw]] = {}
     cached = 0
     for f in files:
-        written = sorted(w for w in counts.get(f.target.shown, ()) if w in is_term)
-        skey = settings_key(f.settings, f.target.kind, report, written)
+        skey = settings_key(f.settings, f.target.kind, report, {name: o.written(f) for name, o in own.items()})
         key = f.digest + ":" + hashlib.sha256(skey.encode()).hexdigest()
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
@@ -301,8 +300,7 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
         run = correct()
         for decoding_json, group in todo.items():
             decoding = json.loads(decoding_json)
-            if terms:
-                decoding["terms"] = terms
+            decoding.update({name: o.kept for name, o in own.items() if o.kept})
             texts = [b.text for f, _ in group for b in f.prose()]
             chars += sum(map(len, texts))
             answers = _in_parts(run, texts, decoding, progress)
@@ -318,14 +316,42 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
     return Checked(findings, docs, errors, len(docs), chars, cached)
 
 
-def _word_counts(f: _File, cache: Any) -> Counter[str]:
-    """How often ``f``'s prose writes each word (``corrector.evidence.terms``), from the cache when its bytes and
-    the way it is read are unchanged."""
-    key = "words:" + f.digest + ":" + json.dumps([f.target.kind, f.settings.parts])
+COUNTERS = {"terms": ("words:", term_counts), "bigrams": ("bigrams:", bigram_counts)}  # cache key prefix, counter
+
+
+@dataclass(frozen=True)
+class _Own:
+    """One of the tree's own lists: each file's counts and what the tree keeps (``recurring``)."""
+
+    counts: dict[str, Counter[str]]  # by shown path
+    kept: tuple[str, ...]
+
+    def written(self, f: _File) -> list[str]:
+        """What ``f`` writes of the kept ones, sorted."""
+        kept = set(self.kept)
+        return sorted(w for w in self.counts.get(f.target.shown, ()) if w in kept)
+
+
+def _own(files: list[_File], name: str, least: int, cache: Any) -> _Own:
+    """The tree's ``name`` list (``terms`` or ``bigrams``): those written at least ``least`` times (0: none)."""
+    if not least:
+        return _Own({}, ())
+    counts = {f.target.shown: _counts(f, name, cache) for f in files}
+    tree: Counter[str] = Counter()
+    for c in counts.values():
+        tree.update(c)
+    return _Own(counts, recurring(tree, least))
+
+
+def _counts(f: _File, name: str, cache: Any) -> Counter[str]:
+    """How often ``f``'s prose writes each word or bigram (``COUNTERS[name]``, ``corrector.evidence.terms``), from
+    the cache when its bytes and the way it is read are unchanged."""
+    prefix, count = COUNTERS[name]
+    key = prefix + f.digest + ":" + json.dumps([f.target.kind, f.settings.parts])
     hit = cache.get_words(key) if cache is not None else None
     if hit is not None:
         return Counter(hit)
-    counts = term_counts(b.text for b in f.prose())
+    counts = count(b.text for b in f.prose())
     if cache is not None:
         cache.put_words(key, dict(counts))
     return counts

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from corrector.evidence.terms import recurring, term_counts
+from corrector.evidence.terms import bigram_counts, recurring, term_counts
 
 from .check import (
     Correct,
@@ -142,9 +142,10 @@ def create_server() -> Any:
         report = state.confidence("minConfidence")
         blocks = blocks_of(document, kind, settings.parts)
         texts = [b.text for b in blocks]
-        terms = recurring(term_counts(texts), state.config.terms)  # the document's own terms (check.py: a tree's)
-        key = settings_key(settings, kind, report, terms)
-        edits = await state.corrected(texts, key, {**settings.decoding(report), **({"terms": terms} if terms else {})})
+        own = {"terms": recurring(term_counts(texts), state.config.terms),  # the document's own (check.py: a tree's)
+               "bigrams": recurring(bigram_counts(texts), state.config.bigrams)}
+        key = settings_key(settings, kind, report, own)
+        edits = await state.corrected(texts, key, {**settings.decoding(report), **{k: v for k, v in own.items() if v}})
         if ls.workspace.get_text_document(uri).version != version:
             return  # changed meanwhile: the newer check publishes
         raws = raw_edits(blocks, document, edits)

@@ -14,6 +14,7 @@ found in the first of the checked paths' folders or above it (``--config FILE`` 
     confusions = ["的→地"]               # extra candidate pairs
     settings = { max_edits = 3 }        # any decoding setting (python -m corrector settings)
     terms = 3                           # a word the checked files write this often is kept as written (0: off)
+    bigrams = 8                         # two characters they write side by side this often, too (0: off)
 
     [[tool.electra-csc.overrides]]      # for the files these patterns match, later tables win
     files = ["translations/**"]
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from corrector.config import SETTINGS, check, parse_confusions
-from corrector.evidence.terms import MIN_COUNT
+from corrector.evidence.terms import BIGRAM_MIN_COUNT, MIN_COUNT
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -44,7 +45,7 @@ PUBLISHED = (("protect_traditional_words", True), ("swap_threshold", 0.6))  # de
 # unless configured (the swap threshold chosen on the judged findings of six documentation trees:
 # docs/experiments/2026-12-published-text.md)
 PER_FILE = {"report", "fix", "parts", "protect", "protect-files", "confusions", "settings"}
-KEYS = PER_FILE | {"model", "include", "exclude", "overrides", "terms"}
+KEYS = PER_FILE | {"model", "include", "exclude", "overrides", "terms", "bigrams"}
 
 
 class ConfigError(Exception):
@@ -86,6 +87,7 @@ class LintConfig:
     base: FileSettings = field(default_factory=FileSettings)
     overrides: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = ()  # (patterns, their keys)
     terms: int = MIN_COUNT  # a word written this often in the checked files is one of their terms (0: none)
+    bigrams: int = BIGRAM_MIN_COUNT  # two characters written side by side this often are kept too (0: none)
     _applied: dict[tuple[int, ...], FileSettings] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
@@ -178,12 +180,14 @@ def _config(path: Path, table: dict[str, Any]) -> LintConfig:
     model = table.get("model")
     if model is not None and not isinstance(model, str):
         raise ConfigError(f"{where}: model must be a path")
-    terms = table.get("terms", MIN_COUNT)
-    if isinstance(terms, bool) or not isinstance(terms, int) or terms < 0:
-        raise ConfigError(f"{where}: terms must be a count of 0 or more (0: off), got {terms!r}")
+    counts = {key: table.get(key, default) for key, default in (("terms", MIN_COUNT), ("bigrams", BIGRAM_MIN_COUNT))}
+    for key, n in counts.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ConfigError(f"{where}: {key} must be a count of 0 or more (0: off), got {n!r}")
     return _with_project_words(LintConfig(root, path, str(root / model) if model else None,
                                           tuple(table.get("include", ())), tuple(table.get("exclude", ())),
-                                          _apply(FileSettings(), table, root, where), tuple(overrides), terms))
+                                          _apply(FileSettings(), table, root, where), tuple(overrides),
+                                          counts["terms"], counts["bigrams"]))
 
 
 def _strings(value: Any) -> bool:

@@ -52,7 +52,7 @@ def remote_pass(url: str) -> Correct:
                 part.append(texts[i])
                 size += len(texts[i])
                 i += 1
-            while len(part) > 1 and len(_written(part, settings)) > MAX_LIST:  # fewer texts, fewer of the terms
+            while len(part) > 1 and _most_written(part, settings) > MAX_LIST:  # fewer texts, fewer of the terms
                 back = len(part) // 2
                 part, i = part[:-back], i - back
             for result in post(part, _for(part, settings)):
@@ -62,19 +62,29 @@ def remote_pass(url: str) -> Correct:
     return run
 
 
-def _written(texts: list[str], settings: dict[str, Any]) -> list[str]:
-    """The tree's terms (``settings``' ``terms``) that ``texts`` write."""
+OWN_LISTS = ("terms", "bigrams")  # the tree's own lists (check.py), sent as far as a request's texts write them
+
+
+def _written(texts: list[str], settings: dict[str, Any]) -> dict[str, list[str]]:
+    """Of each of the tree's own lists (``OWN_LISTS`` in ``settings``), the words ``texts`` write."""
     joined = "\n".join(texts)
-    return [w for w in settings.get("terms") or () if w in joined]
+    return {name: [w for w in settings.get(name) or () if w in joined] for name in OWN_LISTS}
+
+
+def _most_written(texts: list[str], settings: dict[str, Any]) -> int:
+    return max(map(len, _written(texts, settings).values()))
 
 
 def _for(texts: list[str], settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` for a request of ``texts``: of the tree's terms, those the texts write (the others keep nothing
-    in them), so that a request's list stays within the service's limit."""
-    if not settings.get("terms"):
+    """``settings`` for a request of ``texts``: of the tree's terms and bigrams, those the texts write (the others
+    keep nothing in them), so that a request's lists stay within the service's limit."""
+    if not any(settings.get(name) for name in OWN_LISTS):
         return settings
-    written = _written(texts, settings)
-    if len(written) > MAX_LIST:
-        raise RemoteError(f"one text writes {len(written)} of the files' terms, more than the service takes in a "
-                          f"request ({MAX_LIST}): check it without --server, or set terms = 0")
-    return {**settings, "terms": written} if written else {k: v for k, v in settings.items() if k != "terms"}
+    out = {k: v for k, v in settings.items() if k not in OWN_LISTS}
+    for name, written in _written(texts, settings).items():
+        if len(written) > MAX_LIST:
+            raise RemoteError(f"one text writes {len(written)} of the files' {name}, more than the service takes in "
+                              f"a request ({MAX_LIST}): check it without --server, or set {name} = 0")
+        if written:
+            out[name] = written
+    return out
