@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import _checkout  # noqa: F401
 
@@ -50,7 +51,7 @@ def main() -> None:
         sources = [s for s, _ in pairs]
         own = {"terms": recurring(term_counts(sources), args.min_terms),
                "bigrams": recurring(bigram_counts(sources), args.min_bigrams)}
-        arms = [{}, {"terms": own["terms"]}, own]
+        arms: list[dict[str, Any]] = [{}, {"terms": own["terms"]}, dict(own)]
         figures = [run(fix, pairs, **{k: v for k, v in arm.items() if v}) for arm in arms]
         cells = [f"{r['sentence_correction']['precision']:.3f} / {r['sentence_correction']['recall']:.3f} / "
                  f"{r['sentence_correction']['f1']:.3f}, {100 * r['false_positive_rate']:.1f}%" for r in figures]
