@@ -88,6 +88,7 @@ def test_a_pair_travels_as_three_fp16_files_and_comes_back_in_fp32(pair, tmp_pat
         assert (back / net / "vocab.txt").read_bytes() == (pair / net / "vocab.txt").read_bytes()
 
 
+@pytest.mark.slow
 def test_init_from_continues_a_pair_and_counts_its_tokens(prepared, pair, tmp_path):
     """--init-from starts a new run (own schedule) from a pair's weights: at lr 0 one step leaves them as they
     were, and the tokens seen count on from the pair's."""
@@ -166,6 +167,7 @@ def device_run(minutes: int, env: dict) -> subprocess.CompletedProcess:
     return res
 
 
+@pytest.mark.slow
 def test_device_run_goes_from_copied_packs_to_what_comes_back(prepared, pair, tmp_path):
     """The GPU machine's script, on the CPU: two runs, as two 10-minute runs on a GPU machine would go —
     the first pretrains from the copied pair (data in two parts), the second finishes it and fine-tunes."""
@@ -204,6 +206,7 @@ def test_device_run_goes_from_copied_packs_to_what_comes_back(prepared, pair, tm
     assert {"pre/metrics.jsonl", "pre/ledger.json", "ft/metrics.jsonl"} <= set(names)
 
 
+@pytest.mark.slow
 def test_one_run_does_both_stages_each_fitted_to_its_minutes(prepared, pair, tmp_path):
     """PRE_MIN: one run pretrains for PRE_MIN minutes with the schedule fitted to them (--fit-minutes), then
     fine-tunes with a schedule fitted to what is left, and both pairs come back. How many steps fit in the minutes

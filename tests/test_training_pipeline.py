@@ -103,6 +103,7 @@ def shrink(cmd: list[str]) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_documented_training_commands_run_as_written(tmp_path):
     """docs/training.md's pipeline block, in order, from a checkout with ../shared/data beside it (a tiny one)."""
     repo, data = tmp_path / "checkout", tmp_path / "shared" / "data"
@@ -156,6 +157,7 @@ def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
     return ckpt["model"]
 
 
+@pytest.mark.slow
 def test_interrupted_pretraining_resumes_to_the_same_state(prepared, tmp_path):
     args = ["-m", "training.networks.pretrain", "--data", str(prepared / "data"), "--config", "debug", "--max-steps", "6",
             "--batch-size", "4", "--seq-len", "32", "--eval-every", "3", "--ckpt-every", "100", "--threads", "1"]
@@ -175,6 +177,7 @@ def _pretrain(data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess
         cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_resumed_pretraining_refuses_recipe_flags_and_logs_schedule_flags(prepared, tmp_path):
     first = _pretrain(prepared / "data", tmp_path, "--max-steps", "4", "--stop-after", "2")
     assert first.returncode == 0, first.stderr[-3000:]
@@ -199,6 +202,7 @@ def test_resumed_pretraining_refuses_recipe_flags_and_logs_schedule_flags(prepar
     assert [h["tokens"] for h in summary["by_hardware"]] == [summary["tokens"]]  # one machine, one precision
 
 
+@pytest.mark.slow
 def test_fork_starts_an_ab_arm_that_may_change_the_recipe_once(prepared, tmp_path):
     import numpy as np
 
@@ -235,6 +239,7 @@ def test_fork_starts_an_ab_arm_that_may_change_the_recipe_once(prepared, tmp_pat
     assert "Traceback" not in clash.stderr + refused.stderr
 
 
+@pytest.mark.slow
 def test_collapsed_discriminator_stops_the_run_with_a_message(prepared, tmp_path):
     """Thresholds no discriminator can pass force the collapse rule: it waits for warmup and two evaluations
     in a row, then stops with a message and a non-zero exit, keeping the checkpoint and saving no pair."""
@@ -250,6 +255,7 @@ def test_collapsed_discriminator_stops_the_run_with_a_message(prepared, tmp_path
     assert all(e["val_top_std"] >= 0.0 and len(e["val_layer_std"]) == 3 for e in evals)  # embeddings + 2 layers
 
 
+@pytest.mark.slow
 def test_torchrun_two_process_cpu_pretraining(prepared, tmp_path):
     res = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m",
@@ -280,6 +286,7 @@ def finetune_tiny(prepared: Path, tmp_path: Path, *flags: str) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared, tmp_path):
     """--keep last: out/discriminator and out/generator are the final weights (as in ckpt.pt), out/best the
     best step on the dev proxy; the provenance says which was kept. --snapshot-every keeps the pair at those
@@ -314,6 +321,7 @@ def test_finetune_keep_last_writes_the_last_step_and_best_stays_in_best(prepared
                                disc[k]) for k in disc)
 
 
+@pytest.mark.slow
 def test_finetuned_corrector_on_the_discriminators_body_exports_one_joint_graph(prepared, tmp_path):
     """--generator-body discriminator from the command line: the saved generator is as wide as the discriminator
     with the same body weights, the export writes one joint graph (and its int8 copy), and the Corrector runs it."""
@@ -363,6 +371,7 @@ def test_evaluate_sweeps_the_thresholds_asked_for(forced_bundle, tmp_path):
     assert res.returncode == 2 and "--thresholds needs --sweep" in res.stderr
 
 
+@pytest.mark.slow
 def test_pretraining_a_deeper_shape_from_a_stacked_pair(prepared, tmp_path):
     first = _pretrain(prepared / "data", tmp_path / "shallow", "--max-steps", "2")
     assert first.returncode == 0, first.stderr
