@@ -149,6 +149,23 @@ def test_published_text_settings_are_the_default_and_a_configuration_turns_them_
     assert fake.settings[-1]["swap_threshold"] == 0 and fake.settings[-1]["protect_traditional_words"] is True
 
 
+def test_the_threshold_has_one_name_and_the_old_ones_are_still_read(fake, here, capsys):
+    """Issue 73, 1: --threshold on the command line and threshold in the configuration, as in the library and the
+    service; --min-confidence and report, their old names, are still read, and both at once are refused."""
+    (here / "a.md").write_text(SLIP, encoding="utf-8")
+    assert lint(capsys, "a.md", "--threshold", "0.9")[1].count("→") == 1
+    assert fake.settings[-1]["threshold"] == 0.9
+    assert lint(capsys, "a.md", "--min-confidence", "0.9")[1].count("→") == 1
+    code, _, err = lint(capsys, "a.md", "--threshold", "0.9", "--min-confidence", "0.9")
+    assert code == 2 and "old name of --threshold" in err and err.count("\n") == 1
+    for key in ("threshold", "report"):
+        (here / ".electra-csc.toml").write_text(f"{key} = 0.9\n", encoding="utf-8")
+        assert lint(capsys, "a.md")[1].count("→") == 1 and fake.settings[-1]["threshold"] == 0.9
+    (here / ".electra-csc.toml").write_text("threshold = 0.9\nreport = 0.5\n", encoding="utf-8")
+    code, _, err = lint(capsys, "a.md")
+    assert code == 2 and "report is the old name of threshold" in err
+
+
 def test_gitignore_in_a_repository(fake, here, capsys):
     subprocess.run(["git", "init", "-q", str(here)], check=True)
     (here / ".gitignore").write_text("*.log.md\nout/\n", encoding="utf-8")

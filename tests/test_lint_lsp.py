@@ -100,3 +100,12 @@ def test_only_the_blocks_that_changed_are_corrected_again():
     edits = asyncio.run(go())
     assert fake.calls == [["第一段以经。", "第二段。"], ["第二段改了，在见。"]]
     assert [e[0][2] for e in edits] == ["已", "再"]
+
+
+def test_the_editors_threshold_has_the_librarys_name_and_its_old_one_is_still_read():
+    """Issue 73, 1: ``threshold`` in the client's options, as in the library; ``minConfidence`` still read."""
+    state = _State()
+    for options, expected in (({"threshold": 0.7}, 0.7), ({"minConfidence": 0.6}, 0.6),
+                              ({"threshold": 0.7, "minConfidence": 0.6}, 0.7), ({"threshold": True}, None), ({}, None)):
+        state.configure(None, options)
+        assert state.confidence("threshold", "minConfidence") == expected, options

@@ -159,7 +159,7 @@ def raw_edits(blocks: Sequence[Block], doc: Document,
 def findings_of(doc: Document, raws: Sequence[Raw], settings: FileSettings, report: float | None) -> list[Finding]:
     """``raws`` as findings of ``doc``: those at or above the report confidence (``report``: the command line's, else
     the file's, else all the corrector gave), off the disabled lines."""
-    floor = report if report is not None else settings.report
+    floor = report if report is not None else settings.threshold
     off = disabled_lines(doc)
     out = []
     for r in raws:

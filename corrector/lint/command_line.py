@@ -48,8 +48,9 @@ def parser() -> argparse.ArgumentParser:
                     "stdin")
     ap.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     ap.add_argument("--output", type=Path, help="write the report here instead of stdout")
-    ap.add_argument("--min-confidence", type=float, metavar="P", help="report edits at or above this confidence "
-                    "(default: the configuration's report, else the bundle's threshold)")
+    ap.add_argument("--threshold", type=float, metavar="P", help="report edits at or above this confidence "
+                    "(default: the configuration's threshold, else the bundle's)")
+    ap.add_argument("--min-confidence", type=float, metavar="P", help="the old name of --threshold (still read)")
     ap.add_argument("--fix-confidence", type=float, metavar="P", help="--fix writes edits at or above this confidence "
                     "(default: the configuration's fix, else 0.9)")
     fix = ap.add_mutually_exclusive_group()
@@ -101,7 +102,10 @@ def _confidence(value: float | None, flag: str) -> float | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    report = _confidence(args.min_confidence, "--min-confidence")
+    if args.threshold is not None and args.min_confidence is not None:
+        raise LintError("--min-confidence is the old name of --threshold: give --threshold alone")
+    report = _confidence(args.threshold, "--threshold") if args.min_confidence is None else \
+        _confidence(args.min_confidence, "--min-confidence")
     fix_at = _confidence(args.fix_confidence, "--fix-confidence")
     stdin = [p for p in args.paths if str(p) == "-"]
     if stdin and (len(args.paths) > 1 or args.fix):

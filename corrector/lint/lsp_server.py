@@ -8,7 +8,8 @@
   project's word list, ``.electra-csc-words.txt``, which the configuration reads); disable the check on this line
   (an inline comment in the file's comment syntax); fix all edits at or above the fix confidence (``source.fixAll``).
 * Settings: the project's configuration (``corrector/lint/project_config.py``), and the client's initialization
-  options or ``electra-csc`` settings: ``model``, ``minConfidence``, ``fixConfidence``, ``debounceMs``. A change of
+  options or ``electra-csc`` settings: ``model``, ``threshold`` (``minConfidence``, its old name, is still read),
+  ``fixConfidence``, ``debounceMs``. A change of
   either, or a save of a configuration file, reloads them and checks the open documents again.
 """
 
@@ -106,8 +107,9 @@ class _State:
                 self.blocks.popitem(last=False)
         return [self.blocks.get((key, t), []) for t in texts]
 
-    def confidence(self, name: str) -> float | None:
-        value = self.options.get(name)
+    def confidence(self, name: str, old: str | None = None) -> float | None:
+        """The client's option ``name`` (else its old name ``old``) when it is a number, else None."""
+        value = self.options.get(name, self.options.get(old) if old else None)
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -139,7 +141,7 @@ def create_server() -> Any:
         except ValueError:
             relative = path.name
         settings = state.config.for_file(relative)
-        report = state.confidence("minConfidence")
+        report = state.confidence("threshold", "minConfidence")
         blocks = blocks_of(document, kind, settings.parts)
         texts = [b.text for b in blocks]
         own = {"terms": recurring(term_counts(texts), state.config.terms),  # the document's own (check.py: a tree's)

@@ -3,7 +3,7 @@ found in the first of the checked paths' folders or above it (``--config FILE`` 
 
     [tool.electra-csc]
     model = "path/to/bundle"            # default: the shipped bundle
-    report = 0.5                        # report edits at or above this confidence (default: the bundle's threshold)
+    threshold = 0.5                     # report edits at or above this confidence (default: the bundle's threshold)
     fix = 0.9                           # --fix writes edits at or above this one
     include = ["docs/**", "*.md"]       # only these files (gitignore-style patterns; default: every kind read)
     exclude = ["vendor/**"]             # never these (added to .gitignore and .electra-csc-ignore)
@@ -18,7 +18,7 @@ found in the first of the checked paths' folders or above it (``--config FILE`` 
 
     [[tool.electra-csc.overrides]]      # for the files these patterns match, later tables win
     files = ["translations/**"]
-    report = 0.8
+    threshold = 0.8
     protect = ["拷贝"]
 """
 
@@ -44,7 +44,8 @@ FIX_CONFIDENCE = 0.9  # where about nine edits in ten are right: the confidences
 PUBLISHED = (("protect_traditional_words", True), ("swap_threshold", 0.6))  # decoding settings for published text,
 # unless configured (the swap threshold chosen on the judged findings of six documentation trees:
 # docs/experiments/2026-12-published-text.md)
-PER_FILE = {"report", "fix", "parts", "protect", "protect-files", "confusions", "settings"}
+PER_FILE = {"threshold", "report", "fix", "parts", "protect", "protect-files", "confusions", "settings"}
+RENAMED = {"report": "threshold"}  # an old key -> its name now: still read, for one release
 KEYS = PER_FILE | {"model", "include", "exclude", "overrides", "terms", "bigrams"}
 
 
@@ -56,7 +57,7 @@ class ConfigError(Exception):
 class FileSettings:
     """What applies to one file."""
 
-    report: float | None = None
+    threshold: float | None = None  # report edits at or above this confidence (None: the bundle's threshold)
     fix: float = FIX_CONFIDENCE
     parts: tuple[str, ...] = ("comments", "strings")
     protect: tuple[str, ...] = ()
@@ -64,14 +65,14 @@ class FileSettings:
     settings: tuple[tuple[str, Any], ...] = PUBLISHED  # decoding settings, sorted by name
 
     def decoding(self, report: float | None = None) -> dict[str, Any]:
-        """The corrector's settings for this file's texts (``report``: the command line's report confidence, which
-        wins over the file's)."""
+        """The corrector's settings for this file's texts (``report``: the command line's threshold, which wins over
+        the file's)."""
         out = dict(self.settings)
         if self.protect:
             out["protect"] = self.protect
         if self.confusions:
             out["confusions"] = self.confusions
-        threshold = report if report is not None else self.report
+        threshold = report if report is not None else self.threshold
         if threshold is not None:
             out["threshold"] = threshold
         return out
@@ -197,12 +198,15 @@ def _strings(value: Any) -> bool:
 def _apply(settings: FileSettings, table: dict[str, Any], root: Path, where: str) -> FileSettings:
     """``settings`` with the per-file keys of ``table`` (each checked, naming ``where`` and the key)."""
     changes: dict[str, Any] = {}
-    for key in ("report", "fix"):
+    for old, new in RENAMED.items():
+        if old in table and new in table:
+            raise ConfigError(f"{where}: {old} is the old name of {new}: give {new} alone")
+    for key in ("threshold", "report", "fix"):
         if key in table:
             value = table[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                 raise ConfigError(f"{where}: {key} must be a confidence between 0 and 1, got {value!r}")
-            changes[key] = float(value)
+            changes[RENAMED.get(key, key)] = float(value)
     if "parts" in table:
         if not _strings(table["parts"]) or set(table["parts"]) - {"comments", "strings"}:
             raise ConfigError(f"{where}: parts must list 'comments' and/or 'strings'")
@@ -234,7 +238,7 @@ def _apply(settings: FileSettings, table: dict[str, Any], root: Path, where: str
         for name, value in given.items():
             if name not in SETTINGS or name in ("protect", "confusions", "threshold"):
                 raise ConfigError(f"{where}: settings.{name}: not a decoding setting here "
-                                  "(python -m corrector settings lists them; protect, confusions and report are keys)")
+                                  "(python -m corrector settings lists them; protect, confusions and threshold are keys)")
             try:
                 merged[name] = check(name, value)
             except (TypeError, ValueError) as e:
