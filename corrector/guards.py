@@ -31,6 +31,7 @@ from typing import ClassVar
 from corrector.config import CorrectorConfig, Words
 from corrector.evidence.foreign_names import foreign_name_positions, name_chars
 from corrector.stages import Chunk
+from corrector.text.chars import is_cjk
 from corrector.text.script import Normalised, mainland_form, regional_form, traditional_only
 from corrector.types import CorrectorError
 
@@ -171,8 +172,10 @@ class TraditionalWords(Guard):
 
     def protect(self, text: str, cfg: CorrectorConfig, tables: Protections) -> set[int]:
         """In simplified text, traditional characters written on purpose: two or more in a row (a name or a
-        quotation in its own script: 演算法筆記, 「資訊」), or any in a text with kana (Japanese: 日本情報オリンピック).
-        A lone one among simplified characters stays a slip of script (客戶端)."""
+        quotation in its own script: 演算法筆記, 「資訊」), any in a text with kana (Japanese: 日本情報オリンピック),
+        and any in a word of at most ``QUOTED_WORD`` characters that a quotation or a parenthesis holds alone or
+        beside other scripts (“台灣” → “台湾”, （予選）, （本選/JOI Final）: a form quoted as such). A lone one among
+        simplified characters stays a slip of script (客戶端, （推荐使用客戶端））."""
         if not (cfg.protect_traditional_words and text):
             return set()
         marked = [traditional_only(c) for c in text]
@@ -187,7 +190,33 @@ class TraditionalWords(Guard):
                 if i - start >= 2:
                     out.update(range(start, i))
                 start = i + 1
+        for lo, hi in quoted_spans(text):
+            run = lo
+            for i in range(lo, hi + 1):
+                if i == hi or not is_cjk(text[i]):
+                    if 0 < i - run <= QUOTED_WORD:
+                        out.update(k for k in range(run, i) if marked[k])
+                    run = i + 1
         return out
+
+
+QUOTES = {"“": "”", "「": "」", "『": "』", "（": "）", "(": ")", "《": "》", "\"": "\"", "‘": "’"}
+QUOTED_CHARS = 20  # the most characters between a quotation's marks (or a parenthesis') read for quoted forms
+QUOTED_WORD = 4  # the longest run of Chinese characters there read as one form quoted as such
+
+
+def quoted_spans(text: str) -> Iterable[tuple[int, int]]:
+    """(start, end) of the text inside each pair of quotation marks or parentheses (``QUOTES``) holding at most
+    ``QUOTED_CHARS`` characters and no other opening mark."""
+    i = 0
+    while i < len(text):
+        close = QUOTES.get(text[i])
+        if close is not None:
+            end = text.find(close, i + 1, i + 2 + QUOTED_CHARS)
+            if end > i + 1 and not any(c in QUOTES for c in text[i + 1:end]):
+                yield i + 1, end
+                i = end
+        i += 1
 
 
 class RegionalForms(Guard):

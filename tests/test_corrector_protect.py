@@ -165,6 +165,9 @@ def test_bigrams_keep_two_characters_wherever_they_stand_together(fake_forced):
     ("这个词们说是「資訊」的意思", {7, 8}),
     ("这个比赛们叫日本情報オリンピック", {9}),  # kana: Japanese, whose forms are its own
     ("这是一个客戶端程序", set()),  # a lone one among simplified characters is a slip of script
+    ("繁简混用：“台灣”→“台湾”", {7}),  # a short word quoted, or in parentheses, alone or beside other scripts:
+    ("决赛（本選/JOI Final）", {4}),  # a form quoted as such
+    ("请用（推荐使用客戶端）", set()),  # a longer run in parentheses is running text: a slip of script
     ("我們一起去吃飯吧", set()),  # traditional text is corrected in its own script
 ])
 def test_traditional_words_in_simplified_text_are_kept(text, kept):

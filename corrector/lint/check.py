@@ -9,6 +9,7 @@ above the report confidence.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -319,17 +320,20 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
 COUNTERS = {"terms": ("words:", term_counts), "bigrams": ("bigrams:", bigram_counts)}  # cache key prefix, counter
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Own:
     """One of the tree's own lists: each file's counts and what the tree keeps (``recurring``)."""
 
     counts: dict[str, Counter[str]]  # by shown path
     kept: tuple[str, ...]
 
+    @functools.cached_property
+    def is_kept(self) -> frozenset[str]:
+        return frozenset(self.kept)
+
     def written(self, f: _File) -> list[str]:
         """What ``f`` writes of the kept ones, sorted."""
-        kept = set(self.kept)
-        return sorted(w for w in self.counts.get(f.target.shown, ()) if w in kept)
+        return sorted(w for w in self.counts.get(f.target.shown, ()) if w in self.is_kept)
 
 
 def _own(files: list[_File], name: str, least: int, cache: Any) -> _Own:
