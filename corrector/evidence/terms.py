@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from corrector.text.chars import is_cjk
 
@@ -96,6 +96,17 @@ def recurring(counts: Counter[str] | dict[str, int], min_count: int = MIN_COUNT,
                    for i in range(len(w)) for m, other in groups[w[:i] + "\0" + w[i + 1:]] if other != w)
 
     return tuple(sorted(w for w, n in counts.items() if n >= min_count and not rivalled(w, n)))
+
+
+OWN = {"terms": (term_counts, MIN_COUNT), "bigrams": (bigram_counts, BIGRAM_MIN_COUNT)}  # a document's own lists,
+# each a setting of the corrector's: its counter, and how often a word or pair is written to be kept by default
+
+
+def own_lists(texts: Iterable[str], least: Mapping[str, int]) -> dict[str, tuple[str, ...]]:
+    """Each of ``OWN``'s lists for ``texts`` (one document): what they write at least ``least[name]`` times, less
+    what a far commoner rival unseats (``recurring``; 0: none)."""
+    texts = list(texts)
+    return {name: recurring(count(texts), least[name]) for name, (count, _) in OWN.items()}
 
 
 @functools.lru_cache(maxsize=65536)

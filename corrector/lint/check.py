@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from corrector.evidence.terms import bigram_counts, recurring, term_counts
+from corrector.evidence.terms import OWN, recurring
 
 from .document import Block, Document, DocumentError
 from .extract import DOCUMENT_MODULES, blocks_of, read_documents
@@ -282,8 +282,7 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
             docs[r.shown] = r.doc
             files.append(_File(replace(t, shown=r.shown, kind=r.kind), r.doc, hashlib.sha256(r.data).hexdigest(),
                                config.for_file(t.relative), None if r.blocks is None else list(r.blocks)))
-    own = {name: _own(files, name, least, cache) for name, least in (("terms", config.terms),
-                                                                      ("bigrams", config.bigrams))}
+    own = {name: _own(files, name, least, cache) for name, least in config.least.items()}
     todo: dict[str, list[tuple[_File, str]]] = {}  # by the decoding settings
     raws: dict[str, list[Raw]] = {}
     cached = 0
@@ -317,9 +316,6 @@ def check(targets: Sequence[Target], config: LintConfig, correct: Callable[[], C
     return Checked(findings, docs, errors, len(docs), chars, cached)
 
 
-COUNTERS = {"terms": ("words:", term_counts), "bigrams": ("bigrams:", bigram_counts)}  # cache key prefix, counter
-
-
 @dataclass
 class _Own:
     """One of the tree's own lists: each file's counts and what the tree keeps (``recurring``)."""
@@ -348,9 +344,10 @@ def _own(files: list[_File], name: str, least: int, cache: Any) -> _Own:
 
 
 def _counts(f: _File, name: str, cache: Any) -> Counter[str]:
-    """How often ``f``'s prose writes each word or bigram (``COUNTERS[name]``, ``corrector.evidence.terms``), from
-    the cache when its bytes and the way it is read are unchanged."""
-    prefix, count = COUNTERS[name]
+    """How often ``f``'s prose writes each word or bigram (``OWN[name]``'s counter, ``corrector.evidence.terms``),
+    from the cache when its bytes and the way it is read are unchanged."""
+    count = OWN[name][0]
+    prefix = "words:" if name == "terms" else f"{name}:"  # the terms' entries keep the name they were first cached by
     key = prefix + f.digest + ":" + json.dumps([f.target.kind, f.settings.parts])
     hit = cache.get_words(key) if cache is not None else None
     if hit is not None:

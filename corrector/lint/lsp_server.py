@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from corrector.evidence.terms import bigram_counts, recurring, term_counts
+from corrector.evidence.terms import own_lists
 
 from .check import (
     Correct,
@@ -144,8 +144,7 @@ def create_server() -> Any:
         report = state.confidence("threshold", "minConfidence")
         blocks = blocks_of(document, kind, settings.parts)
         texts = [b.text for b in blocks]
-        own = {"terms": recurring(term_counts(texts), state.config.terms),  # the document's own (check.py: a tree's)
-               "bigrams": recurring(bigram_counts(texts), state.config.bigrams)}
+        own = own_lists(texts, state.config.least)  # the document's own (check.py: a tree's)
         key = settings_key(settings, kind, report, own)
         edits = await state.corrected(texts, key, {**settings.decoding(report), **{k: v for k, v in own.items() if v}})
         if ls.workspace.get_text_document(uri).version != version:

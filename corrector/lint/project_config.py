@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from corrector.config import SETTINGS, check, parse_confusions
-from corrector.evidence.terms import BIGRAM_MIN_COUNT, MIN_COUNT
+from corrector.evidence.terms import BIGRAM_MIN_COUNT, MIN_COUNT, OWN
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,6 +90,11 @@ class LintConfig:
     terms: int = MIN_COUNT  # a word written this often in the checked files is one of their terms (0: none)
     bigrams: int = BIGRAM_MIN_COUNT  # two characters written side by side this often are kept too (0: none)
     _applied: dict[tuple[int, ...], FileSettings] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    @property
+    def least(self) -> dict[str, int]:
+        """How often a word or a pair is written to be one of the checked files' own (``terms``, ``bigrams``)."""
+        return {name: getattr(self, name) for name in OWN}
 
     @property
     def project(self) -> bool:
@@ -181,14 +186,13 @@ def _config(path: Path, table: dict[str, Any]) -> LintConfig:
     model = table.get("model")
     if model is not None and not isinstance(model, str):
         raise ConfigError(f"{where}: model must be a path")
-    counts = {key: table.get(key, default) for key, default in (("terms", MIN_COUNT), ("bigrams", BIGRAM_MIN_COUNT))}
+    counts = {key: table.get(key, default) for key, (_, default) in OWN.items()}
     for key, n in counts.items():
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ConfigError(f"{where}: {key} must be a count of 0 or more (0: off), got {n!r}")
     return _with_project_words(LintConfig(root, path, str(root / model) if model else None,
                                           tuple(table.get("include", ())), tuple(table.get("exclude", ())),
-                                          _apply(FileSettings(), table, root, where), tuple(overrides),
-                                          counts["terms"], counts["bigrams"]))
+                                          _apply(FileSettings(), table, root, where), tuple(overrides), **counts))
 
 
 def _strings(value: Any) -> bool:

@@ -9,6 +9,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from corrector.evidence.terms import OWN
+
 from .check import Correct, EditRow
 
 MAX_TEXTS = 64
@@ -62,7 +64,7 @@ def remote_pass(url: str) -> Correct:
     return run
 
 
-OWN_LISTS = ("terms", "bigrams")  # the tree's own lists (check.py), sent as far as a request's texts write them
+OWN_LISTS = tuple(OWN)  # the tree's own lists (check.py), sent as far as a request's texts write them
 
 
 def _written(texts: list[str], settings: dict[str, Any]) -> dict[str, list[str]]:
